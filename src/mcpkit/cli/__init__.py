@@ -1,0 +1,1 @@
+"""The ``mcpkit`` command line."""

@@ -1,0 +1,350 @@
+"""``Client``: connect to a server (stdio command, in-memory server) and use it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from .. import __version__
+from ..protocol import types as t
+from ..protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
+from ..session.channel import Channel, memory_channel_pair
+from ..session.engine import ProgressCallback, Session
+from .dispatch import ClientHandlers, ElicitationHandler, LogHandler, NotificationHandler, RootsProvider, SamplingHandler
+
+if TYPE_CHECKING:
+    from ..server.app import MCPServer
+
+__all__ = ["Client", "ProtocolMode"]
+
+R = TypeVar("R")
+ProtocolMode = Literal["auto", "legacy", "modern"] | str
+
+# Era verdicts per server command (2026-07-28 basic/versioning: clients SHOULD
+# cache the era for the lifetime of the server process; we keep it per command).
+_ERA_CACHE: dict[tuple[str, ...], ProtocolVersion] = {}
+
+
+class Client:
+    """An MCP client.
+
+    ``target`` is an :class:`MCPServer` (connected in memory), a command line
+    (a string, split like a shell would but never run by one, or a list), or a
+    Python file path (run with this interpreter). Use as an async context
+    manager::
+
+        async with Client(["python", "server.py"]) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("get_weather", {"city": "Paris"})
+
+    ``protocol`` is ``"auto"`` (probe with ``server/discover``, fall back to
+    ``initialize``), ``"legacy"`` (handshake at the newest legacy revision),
+    ``"modern"``, or a revision string such as ``"2025-06-18"``.
+    """
+
+    def __init__(
+        self,
+        target: MCPServer | Channel | str | Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        protocol: ProtocolMode = "auto",
+        client_info: t.Implementation | None = None,
+        timeout: float | None = 60.0,
+        probe_timeout: float = 10.0,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        roots: RootsProvider | None = None,
+        log_handler: LogHandler | None = None,
+        notification_handler: NotificationHandler | None = None,
+        log_level: t.LoggingLevel | None = None,
+        stderr: Any = None,
+    ) -> None:
+        self._target = target
+        self._env = env
+        self._cwd = cwd
+        self._protocol = protocol
+        self.client_info = client_info or t.Implementation(name="mcpkit", version=__version__)
+        self.timeout = timeout
+        self.probe_timeout = probe_timeout
+        self.handlers = ClientHandlers(
+            sampling=sampling_handler, elicitation=elicitation_handler, roots=roots,
+            on_log=log_handler, on_notification=notification_handler,
+        )
+        self.log_level = log_level
+        self._stderr = stderr
+        self._session: Session | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._server_task: asyncio.Task[None] | None = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        #: Negotiated revision; its ``is_modern`` tells the era.
+        self.protocol_version: ProtocolVersion | None = None
+        self.server_info: t.Implementation | None = None
+        self.server_capabilities: t.ServerCapabilities | None = None
+        self.instructions: str | None = None
+
+    # -- connecting ----------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Open the transport and settle the era (and handshake, if legacy)."""
+        try:
+            await self._start()
+            await self._negotiate()
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _start(self) -> None:
+        self._stack = contextlib.AsyncExitStack()
+        channel = await self._open_channel()
+        self._session = Session(channel, self.handlers, request_timeout=self.timeout)
+        self._reader = asyncio.create_task(self._session.run())
+
+    async def _open_channel(self) -> Channel:
+        from ..server.app import MCPServer
+
+        target = self._target
+        if _is_channel(target):
+            return target  # type: ignore[return-value]
+        if isinstance(target, MCPServer):
+            ours, theirs = memory_channel_pair()
+            server = target
+            await self._stack.enter_async_context(server.running())  # type: ignore[union-attr]
+            session = server.connect(theirs)
+            self._server_task = asyncio.create_task(session.run())
+            return ours
+        from ..transports.stdio import open_process_channel
+
+        argv = self.command_line()
+        return await open_process_channel(argv[0], argv[1:], env=self._env, cwd=self._cwd, stderr=self._stderr)
+
+    def command_line(self) -> list[str]:
+        """The argv this client spawns."""
+        target = self._target
+        argv = shlex.split(target) if isinstance(target, str) else list(target)  # type: ignore[arg-type]
+        if not argv:
+            raise ValueError("empty command")
+        if len(argv) == 1 and argv[0].endswith(".py"):
+            argv = [sys.executable, argv[0]]
+        return argv
+
+    async def _negotiate(self) -> None:
+        mode = self._protocol
+        if mode == "legacy":
+            await self._initialize(LATEST_LEGACY)
+            return
+        if mode == "modern":
+            await self._discover(LATEST_MODERN, probe=False)
+            return
+        if mode != "auto":
+            version = parse_version(mode)
+            if version is None:
+                raise ValueError(f"unknown protocol version {mode!r}")
+            await (self._discover(version, probe=False) if version.is_modern else self._initialize(version))
+            return
+        key = tuple(self.command_line()) if isinstance(self._target, str | list | tuple) else ()
+        cached = _ERA_CACHE.get(key) if key else None
+        if cached is not None:
+            await (self._discover(cached, probe=False) if cached.is_modern else self._initialize(cached))
+            return
+        if not await self._discover(LATEST_MODERN, probe=True):
+            await self._initialize(LATEST_LEGACY)
+        if key and self.protocol_version is not None:
+            _ERA_CACHE[key] = self.protocol_version
+
+    async def _discover(self, version: ProtocolVersion, *, probe: bool) -> bool:
+        """Try ``server/discover``; True when the server is modern (stdio "Backward Compatibility")."""
+        self.protocol_version = version
+        try:
+            result = await self._call("server/discover", {}, t.DiscoverResult,
+                                      timeout=self.probe_timeout if probe else self.timeout)
+        except MCPError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                supported = (exc.data or {}).get("supported", []) if isinstance(exc.data, dict) else []
+                mutual = [v for v in MODERN_VERSIONS if v.value in supported]
+                if mutual:
+                    return await self._discover(mutual[-1], probe=False)
+                if not probe:
+                    raise
+            if not probe:
+                raise
+            self.protocol_version = None
+            return False
+        self.server_capabilities = result.capabilities
+        self.instructions = result.instructions or None
+        if result.meta and isinstance(result.meta.get("io.modelcontextprotocol/serverInfo"), dict):
+            self.server_info = msgspec.convert(result.meta["io.modelcontextprotocol/serverInfo"], t.Implementation)
+        return True
+
+    async def _initialize(self, version: ProtocolVersion) -> None:
+        assert self._session is not None
+        params = {
+            "protocolVersion": version.value,
+            "capabilities": self.handlers.capabilities(),
+            "clientInfo": msgspec.to_builtins(self.client_info),
+        }
+        raw = await self._session.request("initialize", params)
+        result = msgspec.json.decode(raw, type=t.InitializeResult)
+        answered = parse_version(result.protocol_version)
+        if answered is None or answered.is_modern:
+            raise MCPError(UNSUPPORTED_PROTOCOL_VERSION,
+                           f"server answered initialize with unsupported version {result.protocol_version!r}")
+        self.protocol_version = answered
+        self.server_info = result.server_info
+        self.server_capabilities = result.capabilities
+        self.instructions = result.instructions or None
+        self._session.notify("notifications/initialized")
+        if self.log_level is not None and result.capabilities.logging is not UNSET:
+            await self.set_logging_level(self.log_level)
+
+    async def close(self) -> None:
+        """Close the connection (stdio: stdin closed, then SIGTERM, then SIGKILL)."""
+        if self._session is not None:
+            await self._session.channel.close()
+            await self._session.shutdown(grace=0)
+        for task in (self._reader, self._server_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self._stack is not None:
+            await self._stack.aclose()
+        self._session = self._reader = self._server_task = self._stack = None
+
+    # -- requests ------------------------------------------------------------
+
+    @property
+    def is_modern(self) -> bool:
+        return self.protocol_version is not None and self.protocol_version.is_modern
+
+    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not self.is_modern:
+            return params
+        meta = dict(params.get("_meta") or {})
+        meta[PROTOCOL_VERSION] = self.protocol_version.value  # type: ignore[union-attr]
+        meta[CLIENT_CAPABILITIES] = self.handlers.capabilities()
+        meta[CLIENT_INFO] = msgspec.to_builtins(self.client_info)
+        if self.log_level is not None:
+            meta[LOG_LEVEL] = self.log_level
+        return {**params, "_meta": meta}
+
+    async def _call(
+        self,
+        method: str,
+        params: dict[str, Any],
+        result_type: type[R],
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> R:
+        session = self._session
+        if session is None:
+            raise RuntimeError("client is not connected")
+        raw = await session.request(
+            method, self._params(params), timeout=timeout if timeout is not None else self.timeout,
+            on_progress=on_progress,
+        )
+        return msgspec.json.decode(raw, type=result_type)
+
+    async def ping(self) -> None:
+        """Check the server answers (legacy era; modern servers have no ping)."""
+        await self._call("ping", {}, t.EmptyResult)
+
+    async def list_tools(self) -> list[t.Tool]:
+        """Every tool, following pagination."""
+        return await self._all("tools/list", t.ListToolsResult, "tools")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        raise_on_error: bool = False,
+    ) -> t.CallToolResult:
+        """Call a tool. A tool's own failure comes back as ``is_error``; set
+        ``raise_on_error`` to get an :class:`MCPError` instead."""
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        result = await self._call("tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress)
+        if raise_on_error and result.is_error is True:
+            text = " ".join(c.text for c in result.content if isinstance(c, t.TextContent))
+            raise MCPError(-32000, text or f"tool {name} failed")
+        return result
+
+    async def list_resources(self) -> list[t.Resource]:
+        return await self._all("resources/list", t.ListResourcesResult, "resources")
+
+    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        return await self._all("resources/templates/list", t.ListResourceTemplatesResult, "resource_templates")
+
+    async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        return await self._call("resources/read", {"uri": uri}, t.ReadResourceResult)
+
+    async def subscribe_resource(self, uri: str) -> None:
+        await self._call("resources/subscribe", {"uri": uri}, t.EmptyResult)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        await self._call("resources/unsubscribe", {"uri": uri}, t.EmptyResult)
+
+    async def list_prompts(self) -> list[t.Prompt]:
+        return await self._all("prompts/list", t.ListPromptsResult, "prompts")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
+        args = {k: v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in (arguments or {}).items()}
+        return await self._call("prompts/get", {"name": name, "arguments": args}, t.GetPromptResult)
+
+    async def complete(
+        self, ref: Mapping[str, Any], argument: str, value: str, context: Mapping[str, str] | None = None
+    ) -> t.Completion:
+        """``completion/complete``; ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``."""
+        params: dict[str, Any] = {"ref": dict(ref), "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        return (await self._call("completion/complete", params, t.CompleteResult)).completion
+
+    async def set_logging_level(self, level: t.LoggingLevel) -> None:
+        """Legacy: ``logging/setLevel``. Modern: sent with every request instead."""
+        self.log_level = level
+        if not self.is_modern:
+            await self._call("logging/setLevel", {"level": level}, t.EmptyResult)
+
+    async def send_roots_list_changed(self) -> None:
+        if self._session is not None and not self.is_modern:
+            self._session.notify("notifications/roots/list_changed")
+
+    async def _all(self, method: str, result_type: type[Any], field: str) -> list[Any]:
+        items: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
+            page = await self._call(method, params, result_type)
+            items.extend(getattr(page, field))
+            nxt = page.next_cursor
+            if not isinstance(nxt, str) or nxt in seen:
+                return items
+            seen.add(nxt)
+            cursor = nxt
+
+
+def _is_channel(target: object) -> bool:
+    return all(callable(getattr(target, name, None)) for name in ("read", "write", "drain", "close"))

@@ -1,0 +1,120 @@
+"""The client side of a connection: what to do with server-initiated messages."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+import msgspec
+
+from ..protocol import types as t
+from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
+from ..protocol.jsonrpc import Notification, Request, decode_raw
+from ..session.engine import Session
+
+__all__ = [
+    "ClientHandlers",
+    "ElicitationHandler",
+    "LogHandler",
+    "NotificationHandler",
+    "RootsProvider",
+    "SamplingHandler",
+]
+
+logger = logging.getLogger("mcpkit.client")
+
+SamplingHandler: TypeAlias = Callable[[t.CreateMessageParams], Awaitable[Any] | Any]
+ElicitationHandler: TypeAlias = Callable[[t.ElicitParams], Awaitable[Any] | Any]
+RootsProvider: TypeAlias = "list[t.Root] | list[str] | Callable[[], Awaitable[Any] | Any]"
+LogHandler: TypeAlias = Callable[[t.LoggingMessageParams], Awaitable[None] | None]
+NotificationHandler: TypeAlias = Callable[[str, dict[str, Any]], Awaitable[None] | None]
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class ClientHandlers:
+    """Callbacks for what a server may ask of or tell a client.
+
+    Each handler is optional; the client only declares the capabilities whose
+    handler it has (a server must not ask for what was not declared).
+    """
+
+    def __init__(
+        self,
+        *,
+        sampling: SamplingHandler | None = None,
+        elicitation: ElicitationHandler | None = None,
+        roots: RootsProvider | None = None,
+        on_log: LogHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+    ) -> None:
+        self.sampling = sampling
+        self.elicitation = elicitation
+        self.roots = roots
+        self.on_log = on_log
+        self.on_notification = on_notification
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {"form": {}, "url": {}}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        return caps
+
+    # -- Dispatcher protocol --------------------------------------------------
+
+    def batches_allowed(self) -> bool:
+        return False
+
+    async def handle_request(self, session: Session, request: Request) -> Any:
+        method = request.method
+        if method == "ping":
+            return {}
+        if method == "sampling/createMessage" and self.sampling is not None:
+            params = _decode(request, t.CreateMessageParams)
+            return _as_result(await _maybe_await(self.sampling(params)), t.CreateMessageResult)
+        if method == "elicitation/create" and self.elicitation is not None:
+            params = _decode(request, t.ElicitParams)
+            return _as_result(await _maybe_await(self.elicitation(params)), t.ElicitResult)
+        if method == "roots/list" and self.roots is not None:
+            return t.ListRootsResult(roots=await self.list_roots())
+        raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def list_roots(self) -> list[t.Root]:
+        roots = self.roots
+        value = await _maybe_await(roots()) if callable(roots) else roots
+        return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        params = decode_raw(notification.params) or {}
+        if notification.method == "notifications/message" and self.on_log is not None:
+            await _maybe_await(self.on_log(msgspec.convert(params, t.LoggingMessageParams)))
+        if self.on_notification is not None:
+            await _maybe_await(self.on_notification(notification.method, params))
+
+
+def _decode(request: Request, tp: type[Any]) -> Any:
+    try:
+        return msgspec.json.decode(request.params or b"{}", type=tp)
+    except msgspec.ValidationError as exc:
+        raise MCPError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+
+
+def _as_result(value: Any, tp: type[Any]) -> Any:
+    if isinstance(value, tp):
+        return value
+    if isinstance(value, dict):
+        try:
+            return msgspec.convert(value, tp)
+        except msgspec.ValidationError as exc:
+            raise MCPError(INVALID_REQUEST, f"handler returned an invalid result: {exc}") from None
+    raise TypeError(f"handler must return {tp.__name__} or a dict, not {type(value).__name__}")
+
+

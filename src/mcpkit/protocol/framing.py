@@ -1,0 +1,96 @@
+"""Newline-delimited framing (basic/transports/stdio): bytes in, lines out.
+
+The framer never holds more than ``max_line_bytes`` of an unfinished line: an
+over-long line is dropped as it streams in and reported once, as
+:data:`OVERSIZED`, when its newline arrives, so a hostile peer cannot make us
+buffer an unbounded message.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "OVERSIZED", "LineFramer", "Oversized"]
+
+# Large enough for a sizeable embedded blob, small enough to bound memory per
+# connection. Transports expose it as a setting.
+DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+
+
+class Oversized:
+    """Marker for a line that exceeded the limit and was discarded."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "OVERSIZED"
+
+
+OVERSIZED: Final = Oversized()
+
+
+class LineFramer:
+    """Split a byte stream into lines, enforcing a maximum line size."""
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self.max_line_bytes = max_line_bytes
+        self._buffer = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        """Add bytes; return every line completed by them (without the newline).
+
+        Blank lines are skipped and a trailing ``\\r`` is removed.
+        """
+        out: list[bytes | Oversized] = []
+        start = 0
+        find = data.find
+        while True:
+            end = find(b"\n", start)
+            if end < 0:
+                break
+            if self._discarding:
+                self._discarding = False
+                self._buffer.clear()
+                out.append(OVERSIZED)
+            else:
+                if self._buffer:
+                    self._buffer += data[start:end]
+                    line = bytes(self._buffer)
+                    self._buffer.clear()
+                else:
+                    line = data[start:end]
+                self._emit(line, out)
+            start = end + 1
+        if start < len(data) and not self._discarding:
+            self._buffer += data[start:]
+            if len(self._buffer) > self.max_line_bytes:
+                self._buffer.clear()
+                self._discarding = True
+        return out
+
+    def _emit(self, line: bytes, out: list[bytes | Oversized]) -> None:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_line_bytes:
+            out.append(OVERSIZED)
+        elif line.strip():
+            out.append(line)
+
+    @property
+    def pending(self) -> int:
+        """Bytes of an unfinished line held right now."""
+        return len(self._buffer)
+
+    def eof(self) -> list[bytes | Oversized]:
+        """The stream ended: return a final unterminated line, if any."""
+        out: list[bytes | Oversized] = []
+        if self._discarding:
+            out.append(OVERSIZED)
+        elif self._buffer:
+            self._emit(bytes(self._buffer), out)
+        self._buffer.clear()
+        self._discarding = False
+        return out

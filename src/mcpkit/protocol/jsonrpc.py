@@ -1,0 +1,204 @@
+"""The JSON-RPC 2.0 envelope: classify bytes into messages, and build replies.
+
+Decoding is the first of two phases: the envelope is read here and ``params`` /
+``result`` stay as :class:`msgspec.Raw` slices of the input, decoded later by
+method and revision (:mod:`mcpkit.protocol.methods`) only when someone needs them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+import msgspec
+from msgspec import UNSET, Raw, UnsetType
+
+from .errors import INVALID_REQUEST, PARSE_ERROR, ProtocolError
+
+__all__ = [
+    "JSONRPC_VERSION",
+    "ErrorObject",
+    "ErrorResponse",
+    "Message",
+    "Notification",
+    "Request",
+    "RequestId",
+    "Response",
+    "decode_message",
+    "decode_raw",
+    "encode",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+]
+
+JSONRPC_VERSION = "2.0"
+RequestId: TypeAlias = "int | str"
+
+
+class ErrorObject(msgspec.Struct):
+    """The ``error`` member of an error response."""
+
+    code: int
+    message: str
+    data: Any | UnsetType = UNSET
+
+
+class Request(msgspec.Struct):
+    """An inbound request; ``params`` is undecoded (None when absent)."""
+
+    id: int | str
+    method: str
+    params: Raw | None = None
+
+
+class Notification(msgspec.Struct):
+    """An inbound notification; ``params`` is undecoded (None when absent)."""
+
+    method: str
+    params: Raw | None = None
+
+
+class Response(msgspec.Struct):
+    """An inbound successful response; ``result`` is undecoded."""
+
+    id: int | str
+    result: Raw
+
+
+class ErrorResponse(msgspec.Struct):
+    """An inbound error response. ``id`` is None when the peer could not read ours."""
+
+    id: int | str | None
+    error: ErrorObject
+
+
+Message: TypeAlias = Request | Notification | Response | ErrorResponse
+
+
+class _Envelope(msgspec.Struct):
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: Raw | UnsetType = UNSET
+    result: Raw | UnsetType = UNSET
+    error: Raw | UnsetType = UNSET
+
+
+_envelope_or_batch = msgspec.json.Decoder(_Envelope | list[Raw])
+_envelope = msgspec.json.Decoder(_Envelope)
+_error_object = msgspec.json.Decoder(ErrorObject)
+_any = msgspec.json.Decoder()
+
+
+def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message | list[Raw]:
+    """Classify one JSON-RPC message.
+
+    Returns a list of raw elements when ``data`` is a JSON array and
+    ``allow_batch`` is true (2025-03-26 batches; each element is then decoded
+    with this function again). Raises :class:`ProtocolError` with -32700 for bad
+    JSON and -32600 for a well-formed but invalid envelope, carrying the id when
+    it could be read.
+    """
+    try:
+        env = (_envelope_or_batch if allow_batch else _envelope).decode(data)
+    except msgspec.ValidationError as exc:
+        # The only validation the envelope does is "is it an object (or array)".
+        raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+    if isinstance(env, list):
+        if not env:
+            raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
+        return env
+    return _classify(env)
+
+
+_STRUCTURED = frozenset(b"{[")
+
+
+def _valid_id(value: Any) -> bool:
+    # MCP forbids null ids on requests (basic/index "Requests"); bool is an int subclass.
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def _classify(env: _Envelope) -> Message:
+    rid = env.id if _valid_id(env.id) else None
+    if env.jsonrpc != JSONRPC_VERSION:
+        raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"', rid)
+    if env.method is not UNSET:
+        if not isinstance(env.method, str) or env.result is not UNSET or env.error is not UNSET:
+            raise ProtocolError(INVALID_REQUEST, "Invalid Request: malformed method call", rid)
+        params = None if env.params is UNSET else env.params
+        if params is not None and memoryview(params)[0] not in _STRUCTURED:
+            # JSON-RPC 2.0 section 4.2: params is a structured value when present.
+            raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "params" must be an object', rid)
+        if env.id is UNSET:
+            return Notification(env.method, params)
+        if rid is None:
+            raise ProtocolError(INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+        return Request(rid, env.method, params)
+    if env.result is not UNSET and env.error is UNSET and rid is not None:
+        return Response(rid, env.result)
+    if env.error is not UNSET and env.result is UNSET and (rid is not None or env.id is None):
+        try:
+            return ErrorResponse(rid, _error_object.decode(env.error))
+        except msgspec.DecodeError:
+            raise ProtocolError(INVALID_REQUEST, "Invalid Request: malformed error object", rid) from None
+    raise ProtocolError(INVALID_REQUEST, "Invalid Request: not a request, notification or response", rid)
+
+
+def decode_raw(raw: Raw | None) -> Any:
+    """Decode an undecoded member to plain Python values (None stays None)."""
+    return None if raw is None else _any.decode(raw)
+
+
+_encoder = msgspec.json.Encoder()
+
+
+class _OutRequest(msgspec.Struct):
+    jsonrpc: str
+    id: int | str
+    method: str
+    params: Any | UnsetType = UNSET
+
+
+class _OutNotification(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: Any | UnsetType = UNSET
+
+
+class _OutResult(msgspec.Struct):
+    jsonrpc: str
+    id: int | str
+    result: Any
+
+
+class _OutError(msgspec.Struct):
+    jsonrpc: str
+    id: int | str | None
+    error: ErrorObject
+
+
+def encode(obj: Any) -> bytes:
+    """Encode any wire value (Structs, dicts, lists) as compact JSON."""
+    return _encoder.encode(obj)
+
+
+def encode_request(request_id: int | str, method: str, params: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutRequest(JSONRPC_VERSION, request_id, method, params))
+
+
+def encode_notification(method: str, params: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutNotification(JSONRPC_VERSION, method, params))
+
+
+def encode_result(request_id: int | str, result: Any) -> bytes:
+    return _encoder.encode(_OutResult(JSONRPC_VERSION, request_id, result))
+
+
+def encode_error(request_id: int | str | None, code: int, message: str, data: Any = UNSET) -> bytes:
+    return _encoder.encode(_OutError(JSONRPC_VERSION, request_id, ErrorObject(code, message, data)))

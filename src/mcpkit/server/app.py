@@ -1,0 +1,286 @@
+"""``MCPServer``: tools, resources and prompts from decorated functions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import types as t
+from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
+from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
+from ..session.channel import Channel
+from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Session
+from .connection import ServerConnection
+from .context import Context
+from .prompts import PromptRegistry
+from .resources import ResourceRegistry
+from .tools import ToolRegistry
+
+__all__ = ["MCPServer"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Lifespan = Callable[["MCPServer"], contextlib.AbstractAsyncContextManager[Any]]
+Completer = Callable[..., Awaitable[Any] | Any]
+
+logger = logging.getLogger("mcpkit.server")
+
+
+class MCPServer:
+    """An MCP server built from decorated functions.
+
+    ::
+
+        server = MCPServer("weather")
+
+        @server.tool()
+        def get_weather(city: str) -> str:
+            \"\"\"Weather for a city.\"\"\"
+            return f"{city}: sunny"
+
+        server.run()  # stdio
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        title: str | None = None,
+        website_url: str | None = None,
+        icons: list[t.Icon] | None = None,
+        lifespan: Lifespan | None = None,
+        versions: Sequence[ProtocolVersion | str] = ALL_VERSIONS,
+        page_size: int | None = None,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        request_timeout: float | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.instructions = instructions
+        self.implementation = t.Implementation(
+            name=name, version=version, title=title or UNSET, website_url=website_url or UNSET, icons=icons or UNSET
+        )
+        self.info: dict[str, Any] = msgspec.to_builtins(self.implementation)
+        self.versions = tuple(sorted(ProtocolVersion(v) for v in versions))
+        if not self.versions:
+            raise ValueError("a server must support at least one protocol version")
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.max_line_bytes = max_line_bytes
+        self.max_in_flight = max_in_flight
+        self.request_timeout = request_timeout
+        self.lifespan = lifespan
+        self.lifespan_state: Any = None
+        self.on_roots_changed: Callable[[], Awaitable[None]] | None = None
+        self._tools = ToolRegistry()
+        self._resources = ResourceRegistry()
+        self._prompts = PromptRegistry()
+        self._completer: Completer | None = None
+        self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+        self._tools.on_change = lambda: self._list_changed("tools")
+        self._resources.on_change = lambda: self._list_changed("resources")
+        self._prompts.on_change = lambda: self._list_changed("prompts")
+
+    # -- registration --------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        threaded: bool | None = None,
+    ) -> Callable[[F], F]:
+        """Register a function as a tool; its schema comes from its type hints.
+
+        ``threaded`` pins where a sync function runs (see :class:`SyncRunner`).
+        """
+        if callable(name):
+            raise TypeError("use @server.tool() with parentheses")
+
+        def register(fn: F) -> F:
+            self._tools.add(
+                fn, name=name, title=title, description=description, annotations=annotations,
+                icons=icons, structured_output=structured_output, meta=meta, threaded=threaded,
+            )
+            return fn
+
+        return register
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> None:
+        """Register a tool without the decorator (same options as :meth:`tool`)."""
+        self._tools.add(fn, **options)
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool; connected clients are told the list changed."""
+        self._tools.remove(name)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: t.Annotations | None = None,
+        icons: list[t.Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource. ``{var}`` in the URI makes it a template whose
+        variables are the function's parameters."""
+
+        def register(fn: F) -> F:
+            self._resources.add(
+                fn, uri, name=name, title=title, description=description, mime_type=mime_type,
+                size=size, annotations=annotations, icons=icons, meta=meta,
+            )
+            return fn
+
+        return register
+
+    def remove_resource(self, uri: str) -> None:
+        self._resources.remove(uri)
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a prompt; its arguments are the function's parameters."""
+        if callable(name):
+            raise TypeError("use @server.prompt() with parentheses")
+
+        def register(fn: F) -> F:
+            self._prompts.add(fn, name=name, title=title, description=description, icons=icons, meta=meta)
+            return fn
+
+        return register
+
+    def remove_prompt(self, name: str) -> None:
+        self._prompts.remove(name)
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the handler for ``completion/complete``.
+
+        It is called as ``fn(ref, argument, context)`` with the decoded
+        reference, the argument being completed (``.name``, ``.value``) and the
+        other arguments already given (a dict), and returns a list of strings or
+        a :class:`Completion`.
+        """
+
+        def register(fn: F) -> F:
+            self._completer = fn
+            return fn
+
+        return register
+
+    # -- notifications -------------------------------------------------------
+
+    def _list_changed(self, kind: str) -> None:
+        for conn in list(self._connections):
+            conn.send_list_changed(kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell clients subscribed to ``uri`` that it changed."""
+        for conn in list(self._connections):
+            conn.send_resource_updated(uri)
+
+    # -- protocol surface ----------------------------------------------------
+
+    def capabilities(self, *, modern: bool) -> t.ServerCapabilities:
+        # Modern list-change and resource notifications flow through
+        # subscriptions/listen, which the stateless transports provide.
+        changes: dict[str, Any] = {} if modern else {"listChanged": True}
+        return t.ServerCapabilities(
+            tools=dict(changes),
+            resources={**changes, "subscribe": True} if not modern else {},
+            prompts=dict(changes),
+            logging={},
+            completions={},
+        )
+
+    async def _complete(self, params: t.CompleteParams, ctx: Context) -> t.CompleteResult:
+        values: Any = []
+        if self._completer is not None:
+            context = params.context.arguments if params.context is not UNSET else UNSET
+            values = self._completer(params.ref, params.argument, context if context is not UNSET else {})
+            if hasattr(values, "__await__"):
+                values = await values
+        if isinstance(values, t.Completion):
+            completion = values
+        else:
+            items = list(values or [])
+            completion = t.Completion(values=items[:100], total=len(items), has_more=len(items) > 100)
+        return t.CompleteResult(completion=completion)
+
+    # -- running -------------------------------------------------------------
+
+    def connect(self, channel: Channel) -> Session:
+        """Attach a new connection over ``channel``; run it with ``await session.run()``."""
+        conn = ServerConnection(self)
+        session = Session(
+            channel, conn, max_in_flight=self.max_in_flight, request_timeout=60.0,
+            handler_timeout=self.request_timeout,
+        )
+        conn.attach(session)
+        self._connections.add(conn)
+        return session
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[MCPServer]:
+        """Enter the lifespan hook (if any) for the server's lifetime."""
+        if self.lifespan is None:
+            yield self
+            return
+        async with self.lifespan(self) as state:
+            self.lifespan_state = state
+            try:
+                yield self
+            finally:
+                self.lifespan_state = None
+
+    async def serve_stdio(self) -> None:
+        """Serve one client on this process's stdin/stdout until EOF or SIGTERM."""
+        from ..transports.stdio import open_stdio_channel
+
+        async with self.running():
+            channel = await open_stdio_channel(self.max_line_bytes)
+            session = self.connect(channel)
+            runner = asyncio.create_task(session.run())
+            loop = asyncio.get_running_loop()
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                # SIGTERM: stop reading, let in-flight work finish, then exit.
+                loop.add_signal_handler(signal.SIGTERM, runner.cancel)
+            with contextlib.suppress(asyncio.CancelledError):
+                await runner
+
+    def run(self, transport: Literal["stdio"] = "stdio", **options: Any) -> None:
+        """Run the server (blocking). ``transport`` defaults to stdio."""
+        if transport != "stdio":
+            raise ValueError(f"unsupported transport {transport!r} (available: 'stdio')")
+        logging.basicConfig(level=logging.WARNING)
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(self.serve_stdio())

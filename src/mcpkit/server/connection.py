@@ -1,0 +1,247 @@
+"""One client connection to an :class:`MCPServer`: the server-side dispatcher.
+
+It decodes params by method (the second decoding phase), asks the lifecycle
+which era and revision the request belongs to, calls the handler, and shapes
+the result for that revision.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import types as t
+from ..protocol.errors import (
+    INVALID_PARAMS,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND_LEGACY,
+    MCPError,
+)
+from ..protocol.jsonrpc import Notification, Request
+from ..protocol.lifecycle import RequestScope, ServerLifecycle
+from ..protocol.meta import SERVER_INFO
+from ..protocol.versions import ProtocolVersion
+from ..protocol.wire import downgrade, needs_downgrade
+from ..session.engine import Session
+from .context import Context
+from .resources import ResourceNotFound
+
+if TYPE_CHECKING:
+    from .app import MCPServer
+
+__all__ = ["ServerConnection"]
+
+Handler: TypeAlias = Callable[["ServerConnection", RequestScope, Any, "int | str"], Awaitable[Any]]
+
+_V2025_03_26 = ProtocolVersion.V2025_03_26
+
+
+def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(tp)
+
+
+class ServerConnection:
+    """Dispatcher for one connection; created by the server per session."""
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+        self.lifecycle = ServerLifecycle(server.versions)
+        self.session: Session = None  # type: ignore[assignment]  # set by attach()
+        self.subscriptions: set[str] = set()
+
+    def attach(self, session: Session) -> None:
+        self.session = session
+
+    def batches_allowed(self) -> bool:
+        return self.lifecycle.version is _V2025_03_26
+
+    # -- requests ------------------------------------------------------------
+
+    async def handle_request(self, session: Session, request: Request) -> Any:
+        entry = _METHODS.get(request.method)
+        if entry is None:
+            raise MCPError.method_not_found(request.method)
+        decoder, handler = entry
+        params = _decode_params(decoder, request.params)
+        meta = params.meta if params.meta is not UNSET else None
+        scope = self.lifecycle.scope(request.method, meta)
+        result = await handler(self, scope, params, request.id)
+        return self._finish(result, scope)
+
+    def _finish(self, result: Any, scope: RequestScope) -> Any:
+        if scope.is_modern:
+            result.result_type = "complete"
+            result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}  # type: ignore[dict-item]
+            if hasattr(result, "ttl_ms") and result.ttl_ms is UNSET:
+                result.ttl_ms = self.server.cache_ttl_ms
+                result.cache_scope = self.server.cache_scope
+            return result
+        if needs_downgrade(scope.version):
+            return downgrade(result, scope.version)
+        return result
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        if notification.method == "notifications/initialized":
+            self.lifecycle.initialized()
+        elif notification.method == "notifications/roots/list_changed":
+            hook = self.server.on_roots_changed
+            if hook is not None:
+                await hook()
+
+    # -- notifications to the client -----------------------------------------
+
+    def send_list_changed(self, kind: str) -> None:
+        if self.lifecycle.version is not None and not self.session.closed:
+            self.session.notify(f"notifications/{kind}/list_changed")
+
+    def send_resource_updated(self, uri: str) -> None:
+        if uri in self.subscriptions and not self.session.closed:
+            self.session.notify("notifications/resources/updated", {"uri": uri})
+
+
+def _decode_params(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | None) -> Any:
+    try:
+        return decoder.decode(raw if raw is not None else b"{}")
+    except msgspec.ValidationError as exc:
+        raise MCPError(INVALID_PARAMS, f"Invalid params: {exc}") from None
+    except msgspec.DecodeError as exc:
+        # Reached only for bytes the envelope pass skipped over, e.g. bad UTF-8.
+        raise MCPError(PARSE_ERROR, f"Parse error: {exc}") from None
+
+
+# -- method handlers -----------------------------------------------------------
+
+
+async def _initialize(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+    raw = msgspec.to_builtins(params)
+    version = conn.lifecycle.initialize(raw)
+    return t.InitializeResult(
+        protocol_version=version.value,
+        capabilities=conn.server.capabilities(modern=False),
+        server_info=conn.server.implementation,
+        instructions=conn.server.instructions or UNSET,
+    )
+
+
+async def _ping(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+    return t.EmptyResult()
+
+
+async def _discover(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+    return t.DiscoverResult(
+        supported_versions=[v.value for v in conn.server.versions],
+        capabilities=conn.server.capabilities(modern=True),
+        instructions=conn.server.instructions or UNSET,
+    )
+
+
+def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[Any], str | Any]:
+    start = 0
+    if isinstance(cursor, str):
+        try:
+            start = int(base64.urlsafe_b64decode(cursor.encode()).decode())
+            if start < 0 or start > len(items):
+                raise ValueError
+        except ValueError:
+            raise MCPError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
+    if size is None:
+        return items[start:], UNSET
+    end = start + size
+    nxt = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else UNSET
+    return items[start:end], nxt
+
+
+async def _list_tools(conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str) -> Any:
+    items = [tool.definition for tool in conn.server._tools.tools.values()]
+    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    return t.ListToolsResult(tools=page, next_cursor=nxt)
+
+
+async def _call_tool(conn: ServerConnection, scope: RequestScope, params: t.CallToolParams, rid: int | str) -> Any:
+    tool = conn.server._tools.get(params.name)
+    ctx = Context(conn, scope, rid) if tool.signature.context_param is not None else None
+    return await tool.call(params.arguments if params.arguments is not UNSET else None, ctx)
+
+
+async def _list_resources(
+    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+) -> Any:
+    items = [r for r, _ in conn.server._resources.resources.values()]
+    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    return t.ListResourcesResult(resources=page, next_cursor=nxt)
+
+
+async def _list_templates(
+    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+) -> Any:
+    items = [tpl for tpl, _, _ in conn.server._resources.templates]
+    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
+
+
+def _not_found(scope: RequestScope, uri: str) -> MCPError:
+    # -32002 through 2025-11-25; -32602 from 2026-07-28 (server/resources "Error Handling").
+    code = INVALID_PARAMS if scope.is_modern else RESOURCE_NOT_FOUND_LEGACY
+    return MCPError(code, f"Resource not found: {uri}", {"uri": uri})
+
+
+async def _read_resource(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+    try:
+        contents = await conn.server._resources.read(params.uri, Context(conn, scope, rid))
+    except ResourceNotFound:
+        raise _not_found(scope, params.uri) from None
+    return t.ReadResourceResult(contents=contents)
+
+
+async def _subscribe(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+    if not conn.server._resources.exists(params.uri):
+        raise _not_found(scope, params.uri)
+    conn.subscriptions.add(params.uri)
+    return t.EmptyResult()
+
+
+async def _unsubscribe(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+    conn.subscriptions.discard(params.uri)
+    return t.EmptyResult()
+
+
+async def _list_prompts(conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str) -> Any:
+    items = [e.definition for e in conn.server._prompts.prompts.values()]
+    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    return t.ListPromptsResult(prompts=page, next_cursor=nxt)
+
+
+async def _get_prompt(conn: ServerConnection, scope: RequestScope, params: t.GetPromptParams, rid: int | str) -> Any:
+    args = params.arguments if params.arguments is not UNSET else None
+    return await conn.server._prompts.get(params.name, args, Context(conn, scope, rid))
+
+
+async def _complete(conn: ServerConnection, scope: RequestScope, params: t.CompleteParams, rid: int | str) -> Any:
+    return await conn.server._complete(params, Context(conn, scope, rid))
+
+
+async def _set_level(conn: ServerConnection, scope: RequestScope, params: t.SetLevelParams, rid: int | str) -> Any:
+    conn.lifecycle.log_level = params.level
+    return t.EmptyResult()
+
+
+_METHODS: dict[str, tuple[msgspec.json.Decoder[Any], Handler]] = {
+    "initialize": (_decoder(t.InitializeRequestParams), _initialize),
+    "ping": (_decoder(t.Params), _ping),
+    "server/discover": (_decoder(t.Params), _discover),
+    "tools/list": (_decoder(t.PaginatedParams), _list_tools),
+    "tools/call": (_decoder(t.CallToolParams), _call_tool),
+    "resources/list": (_decoder(t.PaginatedParams), _list_resources),
+    "resources/templates/list": (_decoder(t.PaginatedParams), _list_templates),
+    "resources/read": (_decoder(t.UriParams), _read_resource),
+    "resources/subscribe": (_decoder(t.UriParams), _subscribe),
+    "resources/unsubscribe": (_decoder(t.UriParams), _unsubscribe),
+    "prompts/list": (_decoder(t.PaginatedParams), _list_prompts),
+    "prompts/get": (_decoder(t.GetPromptParams), _get_prompt),
+    "completion/complete": (_decoder(t.CompleteParams), _complete),
+    "logging/setLevel": (_decoder(t.SetLevelParams), _set_level),
+}

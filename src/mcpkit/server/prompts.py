@@ -1,0 +1,122 @@
+"""Prompts: arguments from the signature, messages from the return value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import types as t
+from ..protocol.errors import INVALID_PARAMS, MCPError
+from .context import Context
+from .results import to_content
+from .signature import split_docstring
+from .sync import SyncRunner
+from .textargs import TextArgs, TextArgumentError
+
+__all__ = ["AssistantMessage", "PromptRegistry", "UserMessage"]
+
+
+def UserMessage(content: Any) -> t.PromptMessage:  # noqa: N802
+    """A user-role prompt message from a string, a content block or a media helper."""
+    return t.PromptMessage(role="user", content=_one_block(content))
+
+
+def AssistantMessage(content: Any) -> t.PromptMessage:  # noqa: N802
+    """An assistant-role prompt message."""
+    return t.PromptMessage(role="assistant", content=_one_block(content))
+
+
+def _one_block(content: Any) -> t.ContentBlock:
+    blocks = to_content(content)
+    if len(blocks) != 1:
+        raise ValueError("a prompt message holds exactly one content block")
+    return blocks[0]
+
+
+@dataclass(slots=True)
+class _Entry:
+    fn: Callable[..., Any]
+    args: TextArgs
+    definition: t.Prompt
+    runner: SyncRunner | None
+
+
+class PromptRegistry:
+    def __init__(self) -> None:
+        self.prompts: dict[str, _Entry] = {}
+        self.on_change: Callable[[], None] | None = None
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[t.Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        args = TextArgs(fn, (Context,))
+        summary, param_docs = split_docstring(fn)
+        arguments = [
+            t.PromptArgument(
+                name=p.name,
+                description=_u(p.description or param_docs.get(p.name)),
+                required=p.required,
+            )
+            for p in args.params
+        ]
+        prompt_name = name or fn.__name__
+        definition = t.Prompt(
+            name=prompt_name,
+            title=_u(title),
+            description=_u(description if description is not None else summary),
+            arguments=arguments or UNSET,
+            icons=_u(icons),
+            meta=_u(meta),
+        )
+        self.prompts[prompt_name] = _Entry(fn, args, definition, None if args.is_async else SyncRunner(fn))
+        if self.on_change is not None:
+            self.on_change()
+
+    def remove(self, name: str) -> None:
+        if self.prompts.pop(name, None) is None:
+            raise KeyError(name)
+        if self.on_change is not None:
+            self.on_change()
+
+    async def get(self, name: str, arguments: dict[str, str] | None, ctx: Context | None) -> t.GetPromptResult:
+        entry = self.prompts.get(name)
+        if entry is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        try:
+            kwargs = entry.args.bind(arguments or {})
+        except TextArgumentError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+        if entry.args.context_param is not None:
+            kwargs[entry.args.context_param] = ctx
+        value = await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs))
+        if isinstance(value, t.GetPromptResult):
+            return value
+        return t.GetPromptResult(messages=_messages(value), description=entry.definition.description)
+
+
+def _messages(value: Any) -> list[t.PromptMessage]:
+    items = value if isinstance(value, list | tuple) else [value]
+    out: list[t.PromptMessage] = []
+    for item in items:
+        if isinstance(item, t.PromptMessage):
+            out.append(item)
+        elif isinstance(item, dict) and "role" in item:
+            out.append(msgspec.convert(item, t.PromptMessage))
+        else:
+            out.append(UserMessage(item))
+    return out
+
+
+def _u(value: Any) -> Any:
+    return UNSET if value is None else value

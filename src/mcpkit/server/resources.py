@@ -1,0 +1,190 @@
+"""Resources: static URIs and RFC 6570 templates, read by a linear matcher."""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from msgspec import UNSET
+
+from ..protocol import types as t
+from .context import Context
+from .results import json_text
+from .signature import split_docstring
+from .sync import SyncRunner
+from .textargs import TextArgs, TextArgumentError
+
+__all__ = ["ResourceNotFound", "ResourceRegistry", "UriTemplate"]
+
+
+class ResourceNotFound(LookupError):
+    """No resource or template matches the URI."""
+
+
+_EXPR = re.compile(r"\{([+#]?)([A-Za-z0-9_]+)\}")
+
+
+class UriTemplate:
+    """An RFC 6570 level-2 template (``{var}`` and ``{+var}``) and its matcher.
+
+    Matching walks the URI once, left to right: each variable runs up to the
+    next literal's first occurrence, so a crafted URI cannot make it backtrack
+    (a regex with adjacent groups can go exponential). ``{var}`` never spans a
+    ``/``; ``{+var}`` may.
+    """
+
+    def __init__(self, template: str) -> None:
+        self.template = template
+        self.literals: list[str] = []
+        self.variables: list[tuple[str, bool]] = []  # (name, may contain "/")
+        pos = 0
+        for m in _EXPR.finditer(template):
+            self.literals.append(template[pos : m.start()])
+            self.variables.append((m.group(2), m.group(1) != ""))
+            pos = m.end()
+        self.literals.append(template[pos:])
+        if "{" in "".join(self.literals) or "}" in "".join(self.literals):
+            raise ValueError(f"unsupported URI template expression in {template!r}")
+        for i in range(1, len(self.variables)):
+            if self.literals[i] == "":
+                raise ValueError(f"adjacent variables need a literal between them in {template!r}")
+
+    @property
+    def names(self) -> list[str]:
+        return [name for name, _ in self.variables]
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        first = self.literals[0]
+        if not uri.startswith(first):
+            return None
+        pos = len(first)
+        values: dict[str, str] = {}
+        for i, (name, reserved) in enumerate(self.variables):
+            literal = self.literals[i + 1]
+            last = i == len(self.variables) - 1
+            if last and literal == "":
+                end = len(uri)
+            elif last:
+                if not uri.endswith(literal) or len(uri) - len(literal) < pos:
+                    return None
+                end = len(uri) - len(literal)
+            else:
+                end = uri.find(literal, pos)
+                if end < 0:
+                    return None
+            value = uri[pos:end]
+            if not value or (not reserved and "/" in value):
+                return None
+            values[name] = value
+            pos = end + len(literal)
+        if not self.variables and uri != first:
+            return None
+        return values
+
+
+@dataclass(slots=True)
+class _Entry:
+    fn: Callable[..., Any]
+    args: TextArgs
+    mime_type: str | None
+    runner: SyncRunner | None
+
+
+class ResourceRegistry:
+    def __init__(self) -> None:
+        self.resources: dict[str, tuple[t.Resource, _Entry]] = {}
+        self.templates: list[tuple[t.ResourceTemplate, UriTemplate, _Entry]] = []
+        self.on_change: Callable[[], None] | None = None
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: t.Annotations | None = None,
+        icons: list[t.Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        args = TextArgs(fn, (Context,))
+        summary, _ = split_docstring(fn)
+        desc = description if description is not None else summary
+        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn))
+        common: dict[str, Any] = {
+            "name": name or getattr(fn, "__name__", uri),
+            "title": _u(title), "description": _u(desc), "mime_type": _u(mime_type),
+            "annotations": _u(annotations), "icons": _u(icons), "meta": _u(meta),
+        }
+        template = UriTemplate(uri)
+        if template.variables:
+            if set(template.names) != set(args.names):
+                raise TypeError(
+                    f"resource template {uri!r} has variables {template.names} "
+                    f"but {getattr(fn, '__qualname__', fn)} takes {args.names}"
+                )
+            self.templates.append((t.ResourceTemplate(uri_template=uri, **common), template, entry))
+        else:
+            if any(p.required for p in args.params):
+                raise TypeError(f"static resource {uri!r}: the function may only take a Context")
+            self.resources[uri] = (t.Resource(uri=uri, size=_u(size), **common), entry)
+        self._changed()
+
+    def remove(self, uri: str) -> None:
+        if self.resources.pop(uri, None) is None:
+            before = len(self.templates)
+            self.templates = [x for x in self.templates if x[0].uri_template != uri]
+            if len(self.templates) == before:
+                raise KeyError(uri)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def exists(self, uri: str) -> bool:
+        return uri in self.resources or any(m.match(uri) is not None for _, m, _ in self.templates)
+
+    async def read(self, uri: str, ctx: Context | None) -> list[t.ResourceContents]:
+        found = self.resources.get(uri)
+        if found is not None:
+            entry, values = found[1], {}
+        else:
+            for _, matcher, candidate in self.templates:
+                match = matcher.match(uri)
+                if match is not None:
+                    entry, values = candidate, match
+                    break
+            else:
+                raise ResourceNotFound(uri)
+        try:
+            kwargs = entry.args.bind(values)
+        except TextArgumentError as exc:
+            raise ResourceNotFound(f"{uri}: {exc}") from None
+        if entry.args.context_param is not None:
+            kwargs[entry.args.context_param] = ctx
+        value = await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs))
+        return _contents(uri, value, entry.mime_type)
+
+
+def _contents(uri: str, value: Any, mime: str | None) -> list[t.ResourceContents]:
+    if isinstance(value, t.ResourceContents):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        blob = base64.b64encode(bytes(value)).decode("ascii")
+        return [t.ResourceContents(uri=uri, blob=blob, mime_type=mime or "application/octet-stream")]
+    if isinstance(value, str):
+        return [t.ResourceContents(uri=uri, text=value, mime_type=mime or "text/plain")]
+    return [t.ResourceContents(uri=uri, text=json_text(value), mime_type=mime or "application/json")]
+
+
+def _u(value: Any) -> Any:
+    return UNSET if value is None else value

@@ -1,0 +1,104 @@
+"""Turning what handlers return into MCP content, and media helpers."""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..protocol import types as t
+
+__all__ = ["Audio", "File", "Image", "to_content"]
+
+_CONTENT_TYPES = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+_json = msgspec.json.Encoder()
+
+
+@dataclass(slots=True)
+class _Media:
+    """Binary media from a path or from bytes; ``format`` like "png" or a MIME type."""
+
+    path: str | Path | None = None
+    data: bytes | None = None
+    format: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.data is None):
+            raise ValueError("give exactly one of path or data")
+
+    def _bytes(self) -> bytes:
+        return self.data if self.data is not None else Path(self.path).read_bytes()  # type: ignore[arg-type]
+
+    def _mime(self, kind: str, default: str) -> str:
+        if self.format:
+            return self.format if "/" in self.format else f"{kind}/{self.format.lower()}"
+        if self.path is not None:
+            guessed, _ = mimetypes.guess_type(str(self.path))
+            if guessed:
+                return guessed
+        return default
+
+    def _b64(self) -> str:
+        return base64.b64encode(self._bytes()).decode("ascii")
+
+
+class Image(_Media):
+    """An image to return from a tool or prompt."""
+
+    def to_content(self) -> t.ImageContent:
+        return t.ImageContent(data=self._b64(), mime_type=self._mime("image", "image/png"))
+
+
+class Audio(_Media):
+    """Audio to return from a tool or prompt."""
+
+    def to_content(self) -> t.AudioContent:
+        return t.AudioContent(data=self._b64(), mime_type=self._mime("audio", "audio/wav"))
+
+
+class File(_Media):
+    """A file returned as an embedded resource."""
+
+    def to_content(self) -> t.EmbeddedResource:
+        mime = self._mime("application", "application/octet-stream")
+        uri = f"file://{Path(self.path).resolve()}" if self.path is not None else "data:"
+        if mime.startswith("text/"):
+            return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, text=self._bytes().decode()))
+        return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, blob=self._b64()))
+
+
+def to_content(value: Any) -> list[t.ContentBlock]:
+    """Content blocks for a handler's return value.
+
+    Strings become text; content blocks and media helpers pass through; lists
+    are flattened; None is no content; anything else is serialised as JSON text.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [t.TextContent(text=value)]
+    if isinstance(value, _CONTENT_TYPES):
+        return [value]
+    if isinstance(value, _Media):
+        return [value.to_content()]  # type: ignore[attr-defined]
+    if isinstance(value, list | tuple):
+        out: list[t.ContentBlock] = []
+        for item in value:
+            if isinstance(item, (*_CONTENT_TYPES, _Media, str)):
+                out.extend(to_content(item))
+            else:
+                out.append(t.TextContent(text=json_text(item)))
+        return out
+    return [t.TextContent(text=json_text(value))]
+
+
+def json_text(value: Any) -> str:
+    """JSON text of any value; objects msgspec cannot encode fall back to ``str``."""
+    try:
+        return _json.encode(value).decode()
+    except TypeError:
+        return _json.encode(msgspec.to_builtins(value, enc_hook=str)).decode()

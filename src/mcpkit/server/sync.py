@@ -1,0 +1,58 @@
+"""Running synchronous handlers without stalling the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SyncRunner"]
+
+
+class SyncRunner:
+    """Runs a synchronous handler without stalling the event loop.
+
+    A sync function starts out in a worker thread. Once it has answered
+    ``TRIAL_CALLS`` times, each faster than ``INLINE_BELOW`` seconds, it is run
+    inline (a thread hop costs more than such a function does); the first inline
+    call slower than ``BACK_TO_THREAD_ABOVE`` sends it back to the thread for
+    good. Pass ``threaded=True`` (or False) to a decorator to pin the choice.
+    """
+
+    TRIAL_CALLS = 16
+    INLINE_BELOW = 0.0005
+    BACK_TO_THREAD_ABOVE = 0.002
+
+    __slots__ = ("fn", "inline", "pinned", "trials")
+
+    def __init__(self, fn: Callable[..., Any], threaded: bool | None = None) -> None:
+        self.fn = fn
+        self.trials = 0
+        self.pinned = threaded is not None
+        self.inline = threaded is False
+
+    async def __call__(self, kwargs: dict[str, Any]) -> Any:
+        if self.inline:
+            if self.pinned:
+                return self.fn(**kwargs)
+            start = time.perf_counter()
+            try:
+                return self.fn(**kwargs)
+            finally:
+                if time.perf_counter() - start > self.BACK_TO_THREAD_ABOVE:
+                    self.inline = False
+                    self.pinned = True
+        result, took = await asyncio.to_thread(self._timed, kwargs)
+        if not self.pinned:
+            if took < self.INLINE_BELOW:
+                self.trials += 1
+                self.inline = self.trials >= self.TRIAL_CALLS
+            else:
+                self.pinned = True  # shown to be slow: it keeps its thread
+        return result
+
+    def _timed(self, kwargs: dict[str, Any]) -> tuple[Any, float]:
+        start = time.perf_counter()
+        result = self.fn(**kwargs)
+        return result, time.perf_counter() - start

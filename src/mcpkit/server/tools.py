@@ -1,0 +1,128 @@
+"""Tool registration and calling."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..protocol import types as t
+from ..protocol.errors import INVALID_PARAMS, MCPError
+from .context import Context
+from .results import json_text, to_content
+from .signature import ArgumentError, FunctionSignature, inspect_function, split_docstring
+from .sync import SyncRunner
+
+__all__ = ["RegisteredTool", "ToolRegistry"]
+
+
+@dataclass(slots=True)
+class RegisteredTool:
+    fn: Callable[..., Any]
+    signature: FunctionSignature
+    definition: t.Tool
+    runner: SyncRunner | None = None
+
+    async def call(self, arguments: dict[str, Any] | None, ctx: Context | None) -> t.CallToolResult:
+        sig = self.signature
+        try:
+            kwargs = sig.bind(arguments)
+        except ArgumentError as exc:
+            # 2025-11-25 server/tools "Error Handling": input validation errors are
+            # tool execution errors, so the model can see them and correct itself.
+            return t.CallToolResult(content=[t.TextContent(text=str(exc))], is_error=True)
+        if sig.context_param is not None:
+            kwargs[sig.context_param] = ctx
+        try:
+            if self.runner is None:
+                value = await self.fn(**kwargs)
+            else:
+                value = await self.runner(kwargs)
+        except MCPError:
+            raise
+        except Exception as exc:
+            return t.CallToolResult(content=[t.TextContent(text=_error_text(exc))], is_error=True)
+        return self._result(value)
+
+    def _result(self, value: Any) -> t.CallToolResult:
+        if isinstance(value, t.CallToolResult):
+            return value
+        if self.signature.output_schema is None:
+            return t.CallToolResult(content=to_content(value))
+        structured = self.signature.structured(value)
+        # server/tools "Structured Content": also send the JSON as text for older clients.
+        return t.CallToolResult(content=[t.TextContent(text=json_text(structured))], structured_content=structured)
+
+
+def _error_text(exc: Exception) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+class ToolRegistry:
+    """The server's tools, in registration order (deterministic for caching)."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, RegisteredTool] = {}
+        self.on_change: Callable[[], None] | None = None
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[t.Icon] | None = None,
+        structured_output: bool | None = None,
+        meta: dict[str, Any] | None = None,
+        threaded: bool | None = None,
+    ) -> RegisteredTool:
+        sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
+        summary, _ = split_docstring(fn)
+        tool_name = name or fn.__name__
+        if isinstance(annotations, dict):
+            # Accept the wire spelling (readOnlyHint) and the Python one (read_only_hint).
+            annotations = msgspec.convert({_camel(k): v for k, v in annotations.items()}, t.ToolAnnotations)
+        definition = t.Tool(
+            name=tool_name,
+            input_schema=sig.input_schema,
+            title=_set(title),
+            description=_set(description if description is not None else summary),
+            output_schema=_set(sig.output_schema),
+            annotations=_set(annotations),
+            icons=_set(icons),
+            meta=_set(meta),
+        )
+        tool = RegisteredTool(fn, sig, definition, None if sig.is_async else SyncRunner(fn, threaded))
+        self.tools[tool_name] = tool
+        self._changed()
+        return tool
+
+    def remove(self, name: str) -> None:
+        if self.tools.pop(name, None) is None:
+            raise KeyError(name)
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
+
+    def get(self, name: str) -> RegisteredTool:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+        return tool
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _set(value: Any) -> Any:
+    return UNSET if value is None else value

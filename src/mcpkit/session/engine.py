@@ -1,0 +1,356 @@
+"""The session engine: JSON-RPC over a :class:`Channel`, in both directions.
+
+It correlates requests and responses, runs every inbound request in its own
+task (a slow handler never blocks the others), applies cancellation, timeouts
+and the in-flight bound, and routes progress notifications. What a request
+*means* is the dispatcher's business (server or client), not the engine's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from ..protocol import jsonrpc
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    REQUEST_TIMEOUT,
+    MCPError,
+    ProtocolError,
+)
+from ..protocol.framing import Oversized
+from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from .channel import Channel
+
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "ProgressCallback", "Session", "SessionClosed"]
+
+logger = logging.getLogger("mcpkit.session")
+
+DEFAULT_MAX_IN_FLIGHT = 512
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+_CANCELLED = "notifications/cancelled"
+_PROGRESS = "notifications/progress"
+
+
+class _Default:
+    """Sentinel type: "use the session's default"."""
+
+
+DEFAULT = _Default()
+
+
+class SessionClosed(ConnectionError):
+    """The connection ended before a response arrived."""
+
+
+class Dispatcher(Protocol):
+    """What a session does with inbound messages."""
+
+    async def handle_request(self, session: Session, request: Request) -> Any:
+        """Return the result (any encodable value) or raise :class:`MCPError`."""
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None: ...
+
+    def batches_allowed(self) -> bool:
+        """Whether a JSON array of messages is acceptable right now (2025-03-26 only)."""
+
+
+class Session:
+    """One JSON-RPC connection; run it with :meth:`run`."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        dispatcher: Dispatcher,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        request_timeout: float | None = 60.0,
+        handler_timeout: float | None = None,
+        shutdown_grace: float | None = 30.0,
+    ) -> None:
+        self.channel = channel
+        self.dispatcher = dispatcher
+        self.max_in_flight = max_in_flight
+        self.request_timeout = request_timeout
+        self.handler_timeout = handler_timeout
+        self.shutdown_grace = shutdown_grace
+        self._ids = itertools.count(1)
+        self._pending: dict[int | str, asyncio.Future[msgspec.Raw]] = {}
+        self._progress: dict[int | str, ProgressCallback] = {}
+        self._in_flight: dict[int | str, asyncio.Task[None]] = {}
+        self._room = asyncio.Event()
+        self._room.set()
+        self._closed = False
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- running -------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Read and dispatch until the peer closes its side, then wind down.
+
+        In-flight handlers are allowed ``shutdown_grace`` seconds to finish and
+        answer before the channel closes (stdio: EOF on stdin ends the server
+        cleanly); cancelling ``run`` winds down the same way.
+        """
+        try:
+            while True:
+                batch = await self.channel.read()
+                if batch is None:
+                    break
+                for line in batch:
+                    if not self._room.is_set():
+                        await self._room.wait()
+                    self._receive(line)
+        finally:
+            await self.shutdown(self.shutdown_grace)
+
+    async def shutdown(self, grace: float | None = None) -> None:
+        """Let in-flight handlers finish (within ``grace`` seconds), fail pending requests, close."""
+        if self._closed:
+            return
+        if self._in_flight:
+            done, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
+            for task in pending:
+                task.cancel()
+        self._closed = True
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(SessionClosed("connection closed"))
+        self._pending.clear()
+        for task in list(self._background):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            await self.channel.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- inbound -------------------------------------------------------------
+
+    def _receive(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
+            self._send_error(None, INVALID_REQUEST, "Invalid Request: message exceeds the maximum size")
+            return
+        try:
+            message = jsonrpc.decode_message(line, allow_batch=self.dispatcher.batches_allowed())
+        except ProtocolError as exc:
+            self._send_error(exc.request_id, exc.code, exc.message)
+            return
+        if isinstance(message, list):
+            self._spawn(self._run_batch(message))
+        elif isinstance(message, Request):
+            self._start_request(message)
+        elif isinstance(message, Notification):
+            self._on_notification(message)
+        else:
+            self._on_response(message)
+
+    def _start_request(self, request: Request) -> None:
+        rid = request.id
+        if rid in self._in_flight:
+            self._send_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already in use")
+            return
+        self._in_flight[rid] = asyncio.create_task(self._run_request(request))
+        if len(self._in_flight) >= self.max_in_flight:
+            self._room.clear()
+
+    async def _run_request(self, request: Request) -> None:
+        try:
+            data = await self._answer(request)
+            if data is not None:
+                self.channel.write(data)
+                await self.channel.drain()
+        finally:
+            self._in_flight.pop(request.id, None)
+            if len(self._in_flight) < self.max_in_flight:
+                self._room.set()
+
+    async def _answer(self, request: Request) -> bytes | None:
+        """Run the handler and encode its answer; None when it was cancelled."""
+        try:
+            if self.handler_timeout is None:
+                result = await self.dispatcher.handle_request(self, request)
+            else:
+                async with asyncio.timeout(self.handler_timeout):
+                    result = await self.dispatcher.handle_request(self, request)
+            return jsonrpc.encode_result(request.id, result)
+        except MCPError as exc:
+            return _encode_error(request.id, exc.code, exc.message, exc.data)
+        except TimeoutError:
+            return _encode_error(request.id, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s")
+        except asyncio.CancelledError:
+            # Cancelled by the peer (no answer is due, basic/patterns/cancellation)
+            # or by shutdown; either way nothing more is sent for this request.
+            return None
+        except Exception:
+            logger.exception("handler for %s failed", request.method)
+            return _encode_error(request.id, INTERNAL_ERROR, "Internal error")
+
+    async def _run_batch(self, items: list[msgspec.Raw]) -> None:
+        answers = await asyncio.gather(*(self._answer_batch_item(raw) for raw in items))
+        out = [a for a in answers if a is not None]
+        if out:
+            self.channel.write(b"[" + b",".join(out) + b"]")
+            await self.channel.drain()
+
+    async def _answer_batch_item(self, raw: msgspec.Raw) -> bytes | None:
+        try:
+            message = jsonrpc.decode_message(raw)
+        except ProtocolError as exc:
+            return _encode_error(exc.request_id, exc.code, exc.message)
+        if isinstance(message, Request):
+            if message.method == "initialize":
+                # lifecycle: "The initialization request MUST NOT be part of a JSON-RPC batch".
+                return _encode_error(message.id, INVALID_REQUEST, "initialize must not be batched")
+            return await self._answer(message)
+        if isinstance(message, Notification):
+            self._on_notification(message)
+        else:
+            self._on_response(message)
+        return None
+
+    def _on_notification(self, note: Notification) -> None:
+        method = note.method
+        if method == _CANCELLED:
+            self._on_cancelled(note)
+        elif method == _PROGRESS and self._on_progress(note):
+            return
+        else:
+            self._spawn(self._notify_dispatcher(note))
+
+    async def _notify_dispatcher(self, note: Notification) -> None:
+        try:
+            await self.dispatcher.handle_notification(self, note)
+        except Exception:
+            logger.exception("notification handler for %s failed", note.method)
+
+    def _on_cancelled(self, note: Notification) -> None:
+        params = _params_dict(note.params)
+        task = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+        if task is not None:
+            task.cancel()
+
+    def _on_progress(self, note: Notification) -> bool:
+        params = _params_dict(note.params)
+        callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+        if callback is None:
+            return False
+        progress = params.get("progress")
+        if isinstance(progress, int | float):
+            _call_progress(self, callback, float(progress), params.get("total"), params.get("message"))
+        return True
+
+    def _on_response(self, message: Response | ErrorResponse) -> None:
+        fut = self._pending.pop(message.id, None) if message.id is not None else None
+        if fut is None or fut.done():
+            logger.debug("response for unknown request id %r dropped", message.id)
+            return
+        if isinstance(message, Response):
+            fut.set_result(message.result)
+        else:
+            err = message.error
+            fut.set_exception(MCPError(err.code, err.message, None if err.data is msgspec.UNSET else err.data))
+
+    # -- outbound ------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None | _Default = DEFAULT,
+        on_progress: ProgressCallback | None = None,
+    ) -> msgspec.Raw:
+        """Send a request and wait for its raw result.
+
+        Raises :class:`MCPError` for an error answer, :class:`TimeoutError` after
+        ``timeout`` seconds (the peer is told with ``notifications/cancelled``),
+        and :class:`SessionClosed` when the connection ends first. Cancelling
+        the awaiting task also cancels the request at the peer.
+        """
+        if self._closed:
+            raise SessionClosed("connection closed")
+        rid = next(self._ids)
+        if on_progress is not None:
+            params = dict(params or {})
+            params["_meta"] = {**params.get("_meta", {}), "progressToken": rid}
+            self._progress[rid] = on_progress
+        fut: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        limit = self.request_timeout if isinstance(timeout, _Default) else timeout
+        try:
+            self.channel.write(jsonrpc.encode_request(rid, method, msgspec.UNSET if params is None else params))
+            await self.channel.drain()
+            if limit is None:
+                return await fut
+            async with asyncio.timeout(limit):
+                return await fut
+        except TimeoutError:
+            self._cancel_remote(rid, f"timed out after {limit}s")
+            raise MCPError(REQUEST_TIMEOUT, f"Request {method} timed out after {limit}s") from None
+        except asyncio.CancelledError:
+            self._cancel_remote(rid, "cancelled by the caller")
+            raise
+        finally:
+            self._pending.pop(rid, None)
+            self._progress.pop(rid, None)
+
+    def _cancel_remote(self, rid: int, reason: str) -> None:
+        if not self._closed:
+            self.notify(_CANCELLED, {"requestId": rid, "reason": reason})
+
+    def notify(self, method: str, params: Any = msgspec.UNSET) -> None:
+        """Send a notification (queued; never blocks)."""
+        if not self._closed:
+            self.channel.write(jsonrpc.encode_notification(method, params))
+
+    def cancel_local(self, request_id: int | str) -> bool:
+        """Cancel one of our in-flight handlers, as if the peer had asked."""
+        task = self._in_flight.get(request_id)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    def _send_error(self, request_id: int | str | None, code: int, message: str) -> None:
+        if not self._closed:
+            self.channel.write(jsonrpc.encode_error(request_id, code, message))
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+
+def _encode_error(request_id: int | str | None, code: int, message: str, data: Any = None) -> bytes:
+    return jsonrpc.encode_error(request_id, code, message, msgspec.UNSET if data is None else data)
+
+
+def _params_dict(raw: msgspec.Raw | None) -> dict[str, Any]:
+    try:
+        value = jsonrpc.decode_raw(raw)
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _call_progress(session: Session, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
+    # Called in arrival order; an async callback's body is scheduled in that order too.
+    try:
+        out = cb(progress, float(total) if isinstance(total, int | float) else None,
+                 message if isinstance(message, str) else None)
+    except Exception:
+        logger.exception("progress callback failed")
+        return
+    if out is not None:
+        session._spawn(out)
+

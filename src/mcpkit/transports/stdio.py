@@ -1,0 +1,297 @@
+"""stdio transport (basic/transports/stdio): asyncio pipes, no threads.
+
+Both ends use one protocol class that feeds received bytes straight into a
+:class:`LineFramer`, so pipelined input is handed to the session in batches
+and an over-long line is dropped as it arrives instead of being buffered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import stat
+import sys
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
+
+__all__ = ["ProcessChannel", "StdioChannel", "open_process_channel", "open_stdio_channel"]
+
+# Pause reading when this many parsed lines wait for the session.
+_READ_HIGH_WATER = 4096
+
+
+class _LineReader:
+    """Receives bytes from a transport, hands out batches of lines."""
+
+    def __init__(self, max_line_bytes: int) -> None:
+        self.framer = LineFramer(max_line_bytes)
+        self.lines: deque[bytes | Oversized] = deque()
+        self.eof = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.pause: Any = None  # callable that pauses the transport
+        self.resume: Any = None
+        self.paused = False
+
+    def feed(self, data: bytes) -> None:
+        self.lines.extend(self.framer.feed(data))
+        if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
+            self.paused = True
+            self.pause()
+        self._wake()
+
+    def feed_eof(self) -> None:
+        self.lines.extend(self.framer.eof())
+        self.eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        w = self.waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        while not self.lines:
+            if self.eof:
+                return None
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self.waiter
+            finally:
+                self.waiter = None
+        batch = list(self.lines)
+        self.lines.clear()
+        if self.paused and self.resume is not None:
+            self.paused = False
+            self.resume()
+        return batch
+
+
+class _ReadProtocol(asyncio.Protocol):
+    def __init__(self, reader: _LineReader) -> None:
+        self.reader = reader
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.reader.pause = transport.pause_reading  # type: ignore[attr-defined]
+        self.reader.resume = transport.resume_reading  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+
+    def eof_received(self) -> bool | None:
+        self.reader.feed_eof()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.reader.eof:
+            self.reader.feed_eof()
+
+
+class _WriteProtocol(asyncio.Protocol):
+    """Flow control for a write pipe: ``drain`` waits while the pipe is full."""
+
+    def __init__(self) -> None:
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self.lost = False
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.resume_writing()
+
+    async def drain(self) -> None:
+        if self._paused and not self.lost:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+
+
+class StdioChannel:
+    """The server's end: our stdin and a private duplicate of our stdout."""
+
+    def __init__(self, reader: _LineReader, transport: asyncio.WriteTransport, protocol: _WriteProtocol,
+                 read_transport: asyncio.BaseTransport | None) -> None:
+        self._reader = reader
+        self._transport = transport
+        self._protocol = protocol
+        self._read_transport = read_transport
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        return await self._reader.read()
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data + b"\n")
+
+    async def drain(self) -> None:
+        await self._protocol.drain()
+
+    async def close(self) -> None:
+        if self._read_transport is not None:
+            self._read_transport.close()
+        if not self._transport.is_closing():
+            self._transport.close()
+        await asyncio.sleep(0)
+
+
+async def open_stdio_channel(
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, *, protect_stdout: bool = True
+) -> StdioChannel:
+    """Connect to this process's stdin/stdout.
+
+    With ``protect_stdout`` (the default) the protocol gets a private duplicate
+    of file descriptor 1, and fd 1 and ``sys.stdout`` are pointed at stderr, so
+    a stray ``print`` in user code lands in the log instead of corrupting the
+    protocol stream (the spec: the server MUST NOT write anything else to stdout).
+    """
+    loop = asyncio.get_running_loop()
+    out_fd = 1
+    if protect_stdout:
+        sys.stdout.flush()
+        out_fd = os.dup(1)
+        os.dup2(2, 1)
+        sys.stdout = sys.stderr
+    reader = _LineReader(max_line_bytes)
+    read_transport: asyncio.BaseTransport | None = None
+    in_fd = sys.stdin.fileno()
+    if stat.S_ISREG(os.fstat(in_fd).st_mode):
+        # Regular files cannot be watched by the event loop; they never block either.
+        data = os.read(in_fd, 1 << 30)
+        reader.feed(data)
+        reader.feed_eof()
+    else:
+        read_transport, _ = await loop.connect_read_pipe(
+            lambda: _ReadProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+        )
+    out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=protect_stdout)
+    write_protocol = _WriteProtocol()
+    transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
+    return StdioChannel(reader, transport, write_protocol, read_transport)
+
+
+class _ProcessProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, reader: _LineReader, stderr_sink: Any) -> None:
+        self.reader = reader
+        self.stderr_sink = stderr_sink
+        self.write = _WriteProtocol()
+        self.exited = asyncio.get_running_loop().create_future()
+        self.transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        pipe = self.transport.get_pipe_transport(1)  # type: ignore[union-attr]
+        self.reader.pause = pipe.pause_reading  # type: ignore[attr-defined]
+        self.reader.resume = pipe.resume_reading  # type: ignore[attr-defined]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.reader.feed(data)
+        elif self.stderr_sink is not None:
+            self.stderr_sink(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.reader.feed_eof()
+        elif fd == 0:
+            self.write.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.write.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.write.resume_writing()
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+        self.reader.feed_eof()
+
+
+class ProcessChannel:
+    """The client's end: a spawned server process's stdin/stdout."""
+
+    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol,
+                 terminate_timeout: float) -> None:
+        self._transport = transport
+        self._protocol = protocol
+        self._stdin = transport.get_pipe_transport(0)
+        self.terminate_timeout = terminate_timeout
+
+    @property
+    def pid(self) -> int:
+        return self._transport.get_pid()
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode()
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        return await self._protocol.reader.read()
+
+    def write(self, data: bytes) -> None:
+        stdin = self._stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(data + b"\n")  # type: ignore[attr-defined]
+
+    async def drain(self) -> None:
+        await self._protocol.write.drain()
+
+    async def close(self) -> None:
+        """Close stdin, wait; then SIGTERM, wait; then SIGKILL (stdio "Shutdown")."""
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
+        exited = self._protocol.exited
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None and self._transport.get_returncode() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    self._transport.send_signal(sig)
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), self.terminate_timeout)
+                break
+            except TimeoutError:
+                continue
+        self._transport.close()
+
+
+async def open_process_channel(
+    command: str,
+    args: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    stderr: Any = None,
+    terminate_timeout: float = 2.0,
+) -> ProcessChannel:
+    """Spawn ``command args`` (no shell) and connect to its stdin/stdout.
+
+    ``stderr`` is None (inherit ours), a callable receiving bytes, or a file
+    object / descriptor to write to.
+    """
+    loop = asyncio.get_running_loop()
+    reader = _LineReader(max_line_bytes)
+    sink = stderr if callable(stderr) else None
+    stderr_arg: Any = asyncio.subprocess.PIPE if sink is not None else stderr
+    full_env = None if env is None else {**os.environ, **env}
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ProcessProtocol(reader, sink),
+        command,
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr_arg,
+        env=full_env,
+        cwd=cwd,
+    )
+    return ProcessChannel(transport, protocol, terminate_timeout)
