@@ -28,7 +28,23 @@ _EXPORTS = {
 }
 _ALIASES = {"FastMCP": "MCPServer"}  # code written for FastMCP-style servers runs unchanged
 
-__all__ = sorted([*_EXPORTS, *_ALIASES, "__version__"])
+__all__ = [
+    "AssistantMessage",
+    "Audio",
+    "Client",
+    "ClientSession",
+    "Context",
+    "FastMCP",
+    "File",
+    "Image",
+    "MCPError",
+    "MCPServer",
+    "ProtocolVersion",
+    "StdioServerParameters",
+    "UserMessage",
+    "__version__",
+    "stdio_client",
+]
 
 if TYPE_CHECKING:
     from .client import Client, ClientSession, StdioServerParameters, stdio_client

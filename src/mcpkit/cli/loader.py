@@ -39,7 +39,9 @@ def load_server(spec: str) -> MCPServer:
     if len(found) == 1:
         return found[0]
     raise LookupError(
-        f"{target}: no MCPServer found" if not found else f"{target}: several servers; name one as {target}:NAME"
+        f"{target}: no MCPServer found"
+        if not found
+        else f"{target}: several servers; name one as {target}:NAME"
     )
 
 

@@ -20,7 +20,14 @@ from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCO
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
 from ..session.engine import ProgressCallback, Session
-from .dispatch import ClientHandlers, ElicitationHandler, LogHandler, NotificationHandler, RootsProvider, SamplingHandler
+from .dispatch import (
+    ClientHandlers,
+    ElicitationHandler,
+    LogHandler,
+    NotificationHandler,
+    RootsProvider,
+    SamplingHandler,
+)
 
 if TYPE_CHECKING:
     from ..server.app import MCPServer
@@ -78,8 +85,11 @@ class Client:
         self.timeout = timeout
         self.probe_timeout = probe_timeout
         self.handlers = ClientHandlers(
-            sampling=sampling_handler, elicitation=elicitation_handler, roots=roots,
-            on_log=log_handler, on_notification=notification_handler,
+            sampling=sampling_handler,
+            elicitation=elicitation_handler,
+            roots=roots,
+            on_log=log_handler,
+            on_notification=notification_handler,
         )
         self.log_level = log_level
         self._stderr = stderr
@@ -133,7 +143,9 @@ class Client:
         from ..transports.stdio import open_process_channel
 
         argv = self.command_line()
-        return await open_process_channel(argv[0], argv[1:], env=self._env, cwd=self._cwd, stderr=self._stderr)
+        return await open_process_channel(
+            argv[0], argv[1:], env=self._env, cwd=self._cwd, stderr=self._stderr
+        )
 
     def command_line(self) -> list[str]:
         """The argv this client spawns."""
@@ -173,8 +185,9 @@ class Client:
         """Try ``server/discover``; True when the server is modern (stdio "Backward Compatibility")."""
         self.protocol_version = version
         try:
-            result = await self._call("server/discover", {}, t.DiscoverResult,
-                                      timeout=self.probe_timeout if probe else self.timeout)
+            result = await self._call(
+                "server/discover", {}, t.DiscoverResult, timeout=self.probe_timeout if probe else self.timeout
+            )
         except MCPError as exc:
             if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                 supported = (exc.data or {}).get("supported", []) if isinstance(exc.data, dict) else []
@@ -190,7 +203,9 @@ class Client:
         self.server_capabilities = result.capabilities
         self.instructions = result.instructions or None
         if result.meta and isinstance(result.meta.get("io.modelcontextprotocol/serverInfo"), dict):
-            self.server_info = msgspec.convert(result.meta["io.modelcontextprotocol/serverInfo"], t.Implementation)
+            self.server_info = msgspec.convert(
+                result.meta["io.modelcontextprotocol/serverInfo"], t.Implementation
+            )
         return True
 
     async def _initialize(self, version: ProtocolVersion) -> None:
@@ -204,8 +219,10 @@ class Client:
         result = msgspec.json.decode(raw, type=t.InitializeResult)
         answered = parse_version(result.protocol_version)
         if answered is None or answered.is_modern:
-            raise MCPError(UNSUPPORTED_PROTOCOL_VERSION,
-                           f"server answered initialize with unsupported version {result.protocol_version!r}")
+            raise MCPError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"server answered initialize with unsupported version {result.protocol_version!r}",
+            )
         self.protocol_version = answered
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
@@ -258,7 +275,9 @@ class Client:
         if session is None:
             raise RuntimeError("client is not connected")
         raw = await session.request(
-            method, self._params(params), timeout=timeout if timeout is not None else self.timeout,
+            method,
+            self._params(params),
+            timeout=timeout if timeout is not None else self.timeout,
             on_progress=on_progress,
         )
         return msgspec.json.decode(raw, type=result_type)
@@ -283,7 +302,9 @@ class Client:
         """Call a tool. A tool's own failure comes back as ``is_error``; set
         ``raise_on_error`` to get an :class:`MCPError` instead."""
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        result = await self._call("tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress)
+        result = await self._call(
+            "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress
+        )
         if raise_on_error and result.is_error is True:
             text = " ".join(c.text for c in result.content if isinstance(c, t.TextContent))
             raise MCPError(-32000, text or f"tool {name} failed")
@@ -293,7 +314,9 @@ class Client:
         return await self._all("resources/list", t.ListResourcesResult, "resources")
 
     async def list_resource_templates(self) -> list[t.ResourceTemplate]:
-        return await self._all("resources/templates/list", t.ListResourceTemplatesResult, "resource_templates")
+        return await self._all(
+            "resources/templates/list", t.ListResourceTemplatesResult, "resource_templates"
+        )
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
         return await self._call("resources/read", {"uri": uri}, t.ReadResourceResult)
@@ -308,7 +331,10 @@ class Client:
         return await self._all("prompts/list", t.ListPromptsResult, "prompts")
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
-        args = {k: v if isinstance(v, str) else msgspec.json.encode(v).decode() for k, v in (arguments or {}).items()}
+        args = {
+            k: v if isinstance(v, str) else msgspec.json.encode(v).decode()
+            for k, v in (arguments or {}).items()
+        }
         return await self._call("prompts/get", {"name": name, "arguments": args}, t.GetPromptResult)
 
     async def complete(

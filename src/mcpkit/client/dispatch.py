@@ -116,5 +116,3 @@ def _as_result(value: Any, tp: type[Any]) -> Any:
         except msgspec.ValidationError as exc:
             raise MCPError(INVALID_REQUEST, f"handler returned an invalid result: {exc}") from None
     raise TypeError(f"handler must return {tp.__name__} or a dict, not {type(value).__name__}")
-
-

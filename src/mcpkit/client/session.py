@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -15,6 +15,8 @@ from ..session.channel import Channel
 from .client import Client
 
 __all__ = ["ClientSession"]
+
+R = TypeVar("R")
 
 
 class ClientSession:
@@ -43,8 +45,11 @@ class ClientSession:
     ) -> None:
         if write_stream is not None and write_stream is not read_stream:
             raise ValueError("mcpkit channels are bidirectional: pass the channel stdio_client yields")
-        timeout = read_timeout_seconds.total_seconds() if isinstance(read_timeout_seconds, timedelta) \
+        timeout = (
+            read_timeout_seconds.total_seconds()
+            if isinstance(read_timeout_seconds, timedelta)
             else read_timeout_seconds
+        )
         self._client = Client(
             read_stream,
             protocol=str(protocol_version),
@@ -55,7 +60,8 @@ class ClientSession:
             roots=(lambda: _roots(list_roots_callback)) if list_roots_callback else None,
             log_handler=logging_callback,
             notification_handler=(lambda m, p: message_handler({"method": m, "params": p}))
-            if message_handler else None,
+            if message_handler
+            else None,
         )
         self.initialize_result: t.InitializeResult | None = None
 
@@ -122,7 +128,9 @@ class ClientSession:
         self, ref: Any, argument: dict[str, str], context_arguments: dict[str, str] | None = None
     ) -> t.CompleteResult:
         ref_dict = ref if isinstance(ref, dict) else msgspec.to_builtins(ref)
-        completion = await self._client.complete(ref_dict, argument["name"], argument["value"], context_arguments)
+        completion = await self._client.complete(
+            ref_dict, argument["name"], argument["value"], context_arguments
+        )
         return t.CompleteResult(completion=completion)
 
     async def set_logging_level(self, level: t.LoggingLevel) -> t.EmptyResult:
@@ -132,7 +140,7 @@ class ClientSession:
     async def send_roots_list_changed(self) -> None:
         await self._client.send_roots_list_changed()
 
-    async def _page(self, method: str, cursor: str | None, tp: type[Any]) -> Any:
+    async def _page(self, method: str, cursor: str | None, tp: type[R]) -> R:
         return await self._client._call(method, {} if cursor is None else {"cursor": cursor}, tp)
 
 

@@ -51,7 +51,10 @@ async def stdio_client(
             sink.write(data.decode(server.encoding, server.encoding_error_handler))
 
     channel = await open_process_channel(
-        server.command, server.args, env=server.env, cwd=os.fspath(server.cwd) if server.cwd else None,
+        server.command,
+        server.args,
+        env=server.env,
+        cwd=os.fspath(server.cwd) if server.cwd else None,
         stderr=stderr,
     )
     try:

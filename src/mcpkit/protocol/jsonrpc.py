@@ -140,9 +140,9 @@ def _classify(env: _Envelope) -> Message:
         if rid is None:
             raise ProtocolError(INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
         return Request(rid, env.method, params)
-    if env.result is not UNSET and env.error is UNSET and rid is not None:
+    if not isinstance(env.result, UnsetType) and env.error is UNSET and rid is not None:
         return Response(rid, env.result)
-    if env.error is not UNSET and env.result is UNSET and (rid is not None or env.id is None):
+    if not isinstance(env.error, UnsetType) and env.result is UNSET and (rid is not None or env.id is None):
         try:
             return ErrorResponse(rid, _error_object.decode(env.error))
         except msgspec.DecodeError:

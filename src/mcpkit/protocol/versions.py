@@ -53,7 +53,9 @@ def parse_version(value: object) -> ProtocolVersion | None:
     return _BY_VALUE.get(value) if isinstance(value, str) else None
 
 
-def negotiate_legacy(requested: object, supported: tuple[ProtocolVersion, ...] = LEGACY_VERSIONS) -> ProtocolVersion:
+def negotiate_legacy(
+    requested: object, supported: tuple[ProtocolVersion, ...] = LEGACY_VERSIONS
+) -> ProtocolVersion:
     """Pick the version an ``initialize`` answer carries (lifecycle, "Version Negotiation").
 
     The client's version when we support it, otherwise our newest legacy one;

@@ -20,8 +20,18 @@ V = ProtocolVersion
 # Keys whose values are user data (schemas, arguments, structured output, meta):
 # never descend into them, or a property called "title" would vanish.
 _OPAQUE = frozenset(
-    {"inputSchema", "outputSchema", "structuredContent", "arguments", "_meta", "requestedSchema",
-     "data", "experimental", "metadata", "input"}
+    {
+        "inputSchema",
+        "outputSchema",
+        "structuredContent",
+        "arguments",
+        "_meta",
+        "requestedSchema",
+        "data",
+        "experimental",
+        "metadata",
+        "input",
+    }
 )
 
 # Keys to drop in a revision older than the one named (the revision that added them).
@@ -68,7 +78,9 @@ def _walk(value: Any, version: ProtocolVersion) -> Any:
         if key in _OPAQUE:
             out[key] = item
         elif key in ("serverInfo", "clientInfo") and isinstance(item, dict):
-            out[key] = {k: v for k, v in item.items() if version >= _IMPLEMENTATION_ADDED.get(k, V.V2024_11_05)}
+            out[key] = {
+                k: v for k, v in item.items() if version >= _IMPLEMENTATION_ADDED.get(k, V.V2024_11_05)
+            }
         elif key == "annotations" and "inputSchema" in value and version < V.V2025_03_26:
             continue  # ToolAnnotations arrived in 2025-03-26
         else:
@@ -83,4 +95,7 @@ def _older_content(block: dict[str, Any]) -> dict[str, Any]:
     """A content block the revision lacks, said in words it has."""
     if block["type"] == "resource_link":
         return {"type": "text", "text": f"Resource: {block.get('name', '')} <{block.get('uri', '')}>"}
-    return {"type": "text", "text": f"[{block['type']} content ({block.get('mimeType', 'unknown type')}) omitted]"}
+    return {
+        "type": "text",
+        "text": f"[{block['type']} content ({block.get('mimeType', 'unknown type')}) omitted]",
+    }

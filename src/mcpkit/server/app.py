@@ -70,7 +70,11 @@ class MCPServer:
         self.version = version
         self.instructions = instructions
         self.implementation = t.Implementation(
-            name=name, version=version, title=title or UNSET, website_url=website_url or UNSET, icons=icons or UNSET
+            name=name,
+            version=version,
+            title=title or UNSET,
+            website_url=website_url or UNSET,
+            icons=icons or UNSET,
         )
         self.info: dict[str, Any] = msgspec.to_builtins(self.implementation)
         self.versions = tuple(sorted(ProtocolVersion(v) for v in versions))
@@ -117,8 +121,15 @@ class MCPServer:
 
         def register(fn: F) -> F:
             self._tools.add(
-                fn, name=name, title=title, description=description, annotations=annotations,
-                icons=icons, structured_output=structured_output, meta=meta, threaded=threaded,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                icons=icons,
+                structured_output=structured_output,
+                meta=meta,
+                threaded=threaded,
             )
             return fn
 
@@ -150,8 +161,16 @@ class MCPServer:
 
         def register(fn: F) -> F:
             self._resources.add(
-                fn, uri, name=name, title=title, description=description, mime_type=mime_type,
-                size=size, annotations=annotations, icons=icons, meta=meta,
+                fn,
+                uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
             )
             return fn
 
@@ -242,7 +261,10 @@ class MCPServer:
         """Attach a new connection over ``channel``; run it with ``await session.run()``."""
         conn = ServerConnection(self)
         session = Session(
-            channel, conn, max_in_flight=self.max_in_flight, request_timeout=60.0,
+            channel,
+            conn,
+            max_in_flight=self.max_in_flight,
+            request_timeout=60.0,
             handler_timeout=self.request_timeout,
         )
         conn.attach(session)

@@ -75,7 +75,7 @@ class ServerConnection:
     def _finish(self, result: Any, scope: RequestScope) -> Any:
         if scope.is_modern:
             result.result_type = "complete"
-            result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}  # type: ignore[dict-item]
+            result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}
             if hasattr(result, "ttl_ms") and result.ttl_ms is UNSET:
                 result.ttl_ms = self.server.cache_ttl_ms
                 result.cache_scope = self.server.cache_scope
@@ -155,13 +155,17 @@ def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[A
     return items[start:end], nxt
 
 
-async def _list_tools(conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str) -> Any:
+async def _list_tools(
+    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+) -> Any:
     items = [tool.definition for tool in conn.server._tools.tools.values()]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
     return t.ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def _call_tool(conn: ServerConnection, scope: RequestScope, params: t.CallToolParams, rid: int | str) -> Any:
+async def _call_tool(
+    conn: ServerConnection, scope: RequestScope, params: t.CallToolParams, rid: int | str
+) -> Any:
     tool = conn.server._tools.get(params.name)
     ctx = Context(conn, scope, rid) if tool.signature.context_param is not None else None
     return await tool.call(params.arguments if params.arguments is not UNSET else None, ctx)
@@ -189,7 +193,9 @@ def _not_found(scope: RequestScope, uri: str) -> MCPError:
     return MCPError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
-async def _read_resource(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+async def _read_resource(
+    conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str
+) -> Any:
     try:
         contents = await conn.server._resources.read(params.uri, Context(conn, scope, rid))
     except ResourceNotFound:
@@ -204,27 +210,37 @@ async def _subscribe(conn: ServerConnection, scope: RequestScope, params: t.UriP
     return t.EmptyResult()
 
 
-async def _unsubscribe(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+async def _unsubscribe(
+    conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str
+) -> Any:
     conn.subscriptions.discard(params.uri)
     return t.EmptyResult()
 
 
-async def _list_prompts(conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str) -> Any:
+async def _list_prompts(
+    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+) -> Any:
     items = [e.definition for e in conn.server._prompts.prompts.values()]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
     return t.ListPromptsResult(prompts=page, next_cursor=nxt)
 
 
-async def _get_prompt(conn: ServerConnection, scope: RequestScope, params: t.GetPromptParams, rid: int | str) -> Any:
+async def _get_prompt(
+    conn: ServerConnection, scope: RequestScope, params: t.GetPromptParams, rid: int | str
+) -> Any:
     args = params.arguments if params.arguments is not UNSET else None
     return await conn.server._prompts.get(params.name, args, Context(conn, scope, rid))
 
 
-async def _complete(conn: ServerConnection, scope: RequestScope, params: t.CompleteParams, rid: int | str) -> Any:
+async def _complete(
+    conn: ServerConnection, scope: RequestScope, params: t.CompleteParams, rid: int | str
+) -> Any:
     return await conn.server._complete(params, Context(conn, scope, rid))
 
 
-async def _set_level(conn: ServerConnection, scope: RequestScope, params: t.SetLevelParams, rid: int | str) -> Any:
+async def _set_level(
+    conn: ServerConnection, scope: RequestScope, params: t.SetLevelParams, rid: int | str
+) -> Any:
     conn.lifecycle.log_level = params.level
     return t.EmptyResult()
 

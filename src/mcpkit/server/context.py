@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Context"]
 
-_LEVEL_RANK = {name: i for i, name in enumerate(LOG_LEVELS)}
+_LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
 
 
 class Context:
@@ -68,7 +68,9 @@ class Context:
 
     # -- progress and logging ------------------------------------------------
 
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this request."""
         token = self._scope.progress_token
         if token is None:
@@ -120,7 +122,9 @@ class Context:
         """Ask the user for input shaped by ``schema`` (a JSON Schema or a type)."""
         self._require("elicitation")
         requested = schema if isinstance(schema, dict) else _schema_for(schema)
-        raw = await self._server_request("elicitation/create", {"message": message, "requestedSchema": requested})
+        raw = await self._server_request(
+            "elicitation/create", {"message": message, "requestedSchema": requested}
+        )
         return msgspec.json.decode(raw, type=t.ElicitResult)
 
     async def sample(

@@ -20,12 +20,12 @@ from .textargs import TextArgs, TextArgumentError
 __all__ = ["AssistantMessage", "PromptRegistry", "UserMessage"]
 
 
-def UserMessage(content: Any) -> t.PromptMessage:  # noqa: N802
+def UserMessage(content: Any) -> t.PromptMessage:
     """A user-role prompt message from a string, a content block or a media helper."""
     return t.PromptMessage(role="user", content=_one_block(content))
 
 
-def AssistantMessage(content: Any) -> t.PromptMessage:  # noqa: N802
+def AssistantMessage(content: Any) -> t.PromptMessage:
     """An assistant-role prompt message."""
     return t.PromptMessage(role="assistant", content=_one_block(content))
 
@@ -89,7 +89,9 @@ class PromptRegistry:
         if self.on_change is not None:
             self.on_change()
 
-    async def get(self, name: str, arguments: dict[str, str] | None, ctx: Context | None) -> t.GetPromptResult:
+    async def get(
+        self, name: str, arguments: dict[str, str] | None, ctx: Context | None
+    ) -> t.GetPromptResult:
         entry = self.prompts.get(name)
         if entry is None:
             raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")

@@ -119,8 +119,12 @@ class ResourceRegistry:
         entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn))
         common: dict[str, Any] = {
             "name": name or getattr(fn, "__name__", uri),
-            "title": _u(title), "description": _u(desc), "mime_type": _u(mime_type),
-            "annotations": _u(annotations), "icons": _u(icons), "meta": _u(meta),
+            "title": _u(title),
+            "description": _u(desc),
+            "mime_type": _u(mime_type),
+            "annotations": _u(annotations),
+            "icons": _u(icons),
+            "meta": _u(meta),
         }
         template = UriTemplate(uri)
         if template.variables:

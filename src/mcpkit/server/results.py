@@ -67,7 +67,9 @@ class File(_Media):
         mime = self._mime("application", "application/octet-stream")
         uri = f"file://{Path(self.path).resolve()}" if self.path is not None else "data:"
         if mime.startswith("text/"):
-            return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, text=self._bytes().decode()))
+            return t.EmbeddedResource(
+                resource=t.ResourceContents(uri=uri, mime_type=mime, text=self._bytes().decode())
+            )
         return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, blob=self._b64()))
 
 

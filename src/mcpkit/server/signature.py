@@ -173,14 +173,15 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
 
 def _pydantic_validator(name: str, annotation: Any, base: Any) -> Callable[[Any], Any]:
     pyd = _pydantic()
+    unsupported = f"Unsupported type for parameter {name!r}: {annotation!r}"
+    if pyd is None:
+        raise TypeError(unsupported)
     try:
-        if pyd is None:
-            raise TypeError("not supported by msgspec and pydantic is not in use")
         validate: Callable[[Any], Any] = (
             base.model_validate if _is_model_class(base) else pyd.TypeAdapter(annotation).validate_python
         )
-    except TypeError as exc:  # pydantic's schema-generation errors are TypeErrors too
-        raise TypeError(f"Unsupported type for parameter {name!r}: {annotation!r} ({exc})") from exc
+    except (TypeError, pyd.PydanticUserError) as exc:
+        raise TypeError(unsupported) from exc
     return validate
 
 

@@ -54,7 +54,9 @@ class RegisteredTool:
             return t.CallToolResult(content=to_content(value))
         structured = self.signature.structured(value)
         # server/tools "Structured Content": also send the JSON as text for older clients.
-        return t.CallToolResult(content=[t.TextContent(text=json_text(structured))], structured_content=structured)
+        return t.CallToolResult(
+            content=[t.TextContent(text=json_text(structured))], structured_content=structured
+        )
 
 
 def _error_text(exc: Exception) -> str:

@@ -117,7 +117,7 @@ class Session:
         if self._closed:
             return
         if self._in_flight:
-            done, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
+            _, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
             for task in pending:
                 task.cancel()
         self._closed = True
@@ -186,7 +186,9 @@ class Session:
         except MCPError as exc:
             return _encode_error(request.id, exc.code, exc.message, exc.data)
         except TimeoutError:
-            return _encode_error(request.id, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s")
+            return _encode_error(
+                request.id, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s"
+            )
         except asyncio.CancelledError:
             # Cancelled by the peer (no answer is due, basic/patterns/cancellation)
             # or by shutdown; either way nothing more is sent for this request.
@@ -214,7 +216,7 @@ class Session:
             return await self._answer(message)
         if isinstance(message, Notification):
             self._on_notification(message)
-        else:
+        elif isinstance(message, Response | ErrorResponse):
             self._on_response(message)
         return None
 
@@ -258,7 +260,9 @@ class Session:
             fut.set_result(message.result)
         else:
             err = message.error
-            fut.set_exception(MCPError(err.code, err.message, None if err.data is msgspec.UNSET else err.data))
+            fut.set_exception(
+                MCPError(err.code, err.message, None if err.data is msgspec.UNSET else err.data)
+            )
 
     # -- outbound ------------------------------------------------------------
 
@@ -267,7 +271,7 @@ class Session:
         method: str,
         params: dict[str, Any] | None = None,
         *,
-        timeout: float | None | _Default = DEFAULT,
+        timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its raw result.
@@ -288,7 +292,9 @@ class Session:
         self._pending[rid] = fut
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
         try:
-            self.channel.write(jsonrpc.encode_request(rid, method, msgspec.UNSET if params is None else params))
+            self.channel.write(
+                jsonrpc.encode_request(rid, method, msgspec.UNSET if params is None else params)
+            )
             await self.channel.drain()
             if limit is None:
                 return await fut
@@ -346,11 +352,13 @@ def _params_dict(raw: msgspec.Raw | None) -> dict[str, Any]:
 def _call_progress(session: Session, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
     # Called in arrival order; an async callback's body is scheduled in that order too.
     try:
-        out = cb(progress, float(total) if isinstance(total, int | float) else None,
-                 message if isinstance(message, str) else None)
+        out = cb(
+            progress,
+            float(total) if isinstance(total, int | float) else None,
+            message if isinstance(message, str) else None,
+        )
     except Exception:
         logger.exception("progress callback failed")
         return
     if out is not None:
         session._spawn(out)
-

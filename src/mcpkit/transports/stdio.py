@@ -120,8 +120,13 @@ class _WriteProtocol(asyncio.Protocol):
 class StdioChannel:
     """The server's end: our stdin and a private duplicate of our stdout."""
 
-    def __init__(self, reader: _LineReader, transport: asyncio.WriteTransport, protocol: _WriteProtocol,
-                 read_transport: asyncio.BaseTransport | None) -> None:
+    def __init__(
+        self,
+        reader: _LineReader,
+        transport: asyncio.WriteTransport,
+        protocol: _WriteProtocol,
+        read_transport: asyncio.BaseTransport | None,
+    ) -> None:
         self._reader = reader
         self._transport = transport
         self._protocol = protocol
@@ -189,10 +194,12 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         self.transport: asyncio.SubprocessTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        pipe = self.transport.get_pipe_transport(1)  # type: ignore[union-attr]
-        self.reader.pause = pipe.pause_reading  # type: ignore[attr-defined]
-        self.reader.resume = pipe.resume_reading  # type: ignore[attr-defined]
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.transport = transport
+        pipe = transport.get_pipe_transport(1)
+        assert isinstance(pipe, asyncio.ReadTransport)
+        self.reader.pause = pipe.pause_reading
+        self.reader.resume = pipe.resume_reading
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -221,8 +228,9 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
 class ProcessChannel:
     """The client's end: a spawned server process's stdin/stdout."""
 
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol,
-                 terminate_timeout: float) -> None:
+    def __init__(
+        self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol, terminate_timeout: float
+    ) -> None:
         self._transport = transport
         self._protocol = protocol
         self._stdin = transport.get_pipe_transport(0)

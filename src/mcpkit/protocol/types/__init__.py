@@ -1,9 +1,6 @@
 """Typed MCP messages for every revision (a superset; see :mod:`mcpkit.protocol.wire`)."""
 
 from .base import *  # noqa: F403
-from .base import TextResourceContents, BlobResourceContents  # noqa: F401
 from .client_features import *  # noqa: F403
-from .client_features import LOG_LEVELS  # noqa: F401
 from .features import *  # noqa: F403
 from .params import *  # noqa: F403
-from .params import CompletionArgument, CompletionContext, CompletionRef, InitializeRequestParams  # noqa: F401

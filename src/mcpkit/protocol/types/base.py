@@ -83,12 +83,12 @@ class ResourceContents(WireStruct, kw_only=True):
     meta: Meta | UnsetType = meta_field()
 
 
-def TextResourceContents(uri: str, text: str, mime_type: str | UnsetType = UNSET) -> ResourceContents:  # noqa: N802
+def TextResourceContents(uri: str, text: str, mime_type: str | UnsetType = UNSET) -> ResourceContents:
     """Build text contents (the spec's ``TextResourceContents``)."""
     return ResourceContents(uri=uri, text=text, mime_type=mime_type)
 
 
-def BlobResourceContents(uri: str, blob: str, mime_type: str | UnsetType = UNSET) -> ResourceContents:  # noqa: N802
+def BlobResourceContents(uri: str, blob: str, mime_type: str | UnsetType = UNSET) -> ResourceContents:
     """Build binary contents (the spec's ``BlobResourceContents``); ``blob`` is base64."""
     return ResourceContents(uri=uri, blob=blob, mime_type=mime_type)
 

@@ -11,6 +11,7 @@ from .base import Implementation, Meta, WireStruct, meta_field
 from .features import Result
 
 __all__ = [
+    "LOG_LEVELS",
     "ClientCapabilities",
     "CreateMessageResult",
     "DiscoverResult",
@@ -24,9 +25,18 @@ __all__ = [
     "ServerCapabilities",
 ]
 
-LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LoggingLevel: TypeAlias = Literal[
+    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"
+]
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
-    "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency",
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )
 
 
@@ -98,4 +108,3 @@ class Root(WireStruct, kw_only=True):
 
 class ListRootsResult(Result, kw_only=True):
     roots: list[Root]
-

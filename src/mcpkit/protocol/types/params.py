@@ -6,16 +6,20 @@ from typing import Any, Literal
 
 from msgspec import UNSET, UnsetType
 
-from .base import Meta, WireStruct, meta_field
-from .client_features import ClientCapabilities, Implementation, LoggingLevel, SamplingMessage
+from .base import Implementation, Meta, WireStruct, meta_field
+from .client_features import ClientCapabilities, LoggingLevel, SamplingMessage
 
 __all__ = [
     "CallToolParams",
     "CancelledParams",
     "CompleteParams",
+    "CompletionArgument",
+    "CompletionContext",
+    "CompletionRef",
     "CreateMessageParams",
     "ElicitParams",
     "GetPromptParams",
+    "InitializeRequestParams",
     "LoggingMessageParams",
     "PaginatedParams",
     "Params",
