@@ -81,10 +81,25 @@ def _is_model_class(tp: Any) -> bool:
     return pyd is not None and isinstance(tp, type) and issubclass(tp, pyd.BaseModel)
 
 
-def _contains_model(tp: Any) -> bool:
-    if get_origin(tp) is None and _is_model_class(tp):
-        return True
-    return any(_contains_model(arg) for arg in get_args(tp))
+def _needs_pydantic(tp: Any) -> bool:
+    """True when pydantic must own ``tp``: it mentions a model, pydantic dataclass, pydantic type
+    (EmailStr, validators in Annotated, ...).  Deliberately *not* "whatever msgspec can't handle",
+    so results never depend on whether some other module happened to import pydantic."""
+    if _pydantic() is None:
+        return False
+    if get_origin(tp) is Annotated:
+        base, *extras = get_args(tp)
+        pydantic_extra = any(
+            type(e).__module__.startswith("pydantic") and not _is_field_info(e) for e in extras
+        )
+        return pydantic_extra or _needs_pydantic(base)
+    if get_origin(tp) is None and isinstance(tp, type):
+        return (
+            hasattr(tp, "__pydantic_validator__")
+            or hasattr(tp, "__get_pydantic_core_schema__")
+            or tp.__module__.startswith("pydantic")
+        )
+    return any(_needs_pydantic(arg) for arg in get_args(tp))
 
 
 def _is_field_info(obj: Any) -> bool:
@@ -93,10 +108,14 @@ def _is_field_info(obj: Any) -> bool:
 
 
 def _pydantic_schema(tp: Any, mode: str) -> dict[str, Any]:
-    if _is_model_class(tp):
-        schema: dict[str, Any] = tp.model_json_schema(mode=mode, ref_template=_PYDANTIC_REF)
-    else:
-        schema = _pydantic().TypeAdapter(tp).json_schema(mode=mode, ref_template=_PYDANTIC_REF)
+    pyd = _pydantic()
+    try:
+        if _is_model_class(tp):
+            schema: dict[str, Any] = tp.model_json_schema(mode=mode, ref_template=_PYDANTIC_REF)
+        else:
+            schema = pyd.TypeAdapter(tp).json_schema(mode=mode, ref_template=_PYDANTIC_REF)
+    except pyd.PydanticUserError as exc:  # not a TypeError subclass in every pydantic version
+        raise TypeError(f"Cannot generate a JSON Schema for {tp!r}: {exc}") from exc
     return schema
 
 
@@ -128,7 +147,9 @@ class _Param:
 
 
 def _analyze_param(param: inspect.Parameter) -> _Param:
-    annotation = Any if param.annotation is inspect.Parameter.empty else param.annotation
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty or annotation is object:
+        annotation = Any
     base, extras = annotation, []
     if get_origin(annotation) is Annotated:
         base, *extras = get_args(annotation)
@@ -159,8 +180,10 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
             constraints.update(_constraints_of(extra))
     if constraints:
         metas.append(msgspec.Meta(**constraints))
-    if _contains_model(base) or not _msgspec_supports(base):
+    if _needs_pydantic(annotation):
         p.mtype, p.validate = Any, _pydantic_validator(param.name, annotation, base)
+    elif not _msgspec_supports(base):
+        raise TypeError(f"Unsupported type for parameter {param.name!r}: {annotation!r}")
     else:
         p.mtype = Annotated[(base, *metas)] if metas else base
         p.fast = (
@@ -173,15 +196,12 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
 
 def _pydantic_validator(name: str, annotation: Any, base: Any) -> Callable[[Any], Any]:
     pyd = _pydantic()
-    unsupported = f"Unsupported type for parameter {name!r}: {annotation!r}"
-    if pyd is None:
-        raise TypeError(unsupported)
     try:
         validate: Callable[[Any], Any] = (
             base.model_validate if _is_model_class(base) else pyd.TypeAdapter(annotation).validate_python
         )
     except (TypeError, pyd.PydanticUserError) as exc:
-        raise TypeError(unsupported) from exc
+        raise TypeError(f"Unsupported type for parameter {name!r}: {annotation!r} ({exc})") from exc
     return validate
 
 
@@ -365,7 +385,7 @@ def _merge_defs(target: dict[str, Any], new: dict[str, Any]) -> None:
 
 def _type_schema(tp: Any, mode: str, defs: dict[str, Any]) -> dict[str, Any]:
     """Schema for one type (msgspec first, pydantic when it owns the type); components go to defs."""
-    if _contains_model(tp) or (not _msgspec_supports(tp) and _pydantic() is not None):
+    if _needs_pydantic(tp):
         schema = _pydantic_schema(tp, mode)
         _merge_defs(defs, schema.pop("$defs", {}))
         return schema
@@ -485,7 +505,7 @@ def split_docstring(fn: Callable[..., Any]) -> tuple[str | None, dict[str, str]]
     doc = inspect.getdoc(_unwrap(fn))
     if not doc:
         return None, {}
-    lines = inspect.cleandoc(doc).splitlines()
+    lines = doc.splitlines()  # getdoc already applied inspect.cleandoc
     keep: list[str] = []
     params: dict[str, str] = {}
     i = 0

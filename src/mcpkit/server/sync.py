@@ -32,17 +32,21 @@ class SyncRunner:
         self.pinned = threaded is not None
         self.inline = threaded is False
 
+    def run_inline(self, kwargs: dict[str, Any]) -> Any:
+        """Call the function on this thread (only when :attr:`inline` is set)."""
+        if self.pinned:
+            return self.fn(**kwargs)
+        start = time.perf_counter()
+        try:
+            return self.fn(**kwargs)
+        finally:
+            if time.perf_counter() - start > self.BACK_TO_THREAD_ABOVE:
+                self.inline = False
+                self.pinned = True
+
     async def __call__(self, kwargs: dict[str, Any]) -> Any:
         if self.inline:
-            if self.pinned:
-                return self.fn(**kwargs)
-            start = time.perf_counter()
-            try:
-                return self.fn(**kwargs)
-            finally:
-                if time.perf_counter() - start > self.BACK_TO_THREAD_ABOVE:
-                    self.inline = False
-                    self.pinned = True
+            return self.run_inline(kwargs)
         result, took = await asyncio.to_thread(self._timed, kwargs)
         if not self.pinned:
             if took < self.INLINE_BELOW:

@@ -26,14 +26,18 @@ class RegisteredTool:
     definition: t.Tool
     runner: SyncRunner | None = None
 
+    @property
+    def runs_inline(self) -> bool:
+        """True when a call completes on the event loop without awaiting anything."""
+        runner = self.runner
+        return runner is not None and runner.inline and self.signature.context_param is None
+
     async def call(self, arguments: dict[str, Any] | None, ctx: Context | None) -> t.CallToolResult:
         sig = self.signature
         try:
             kwargs = sig.bind(arguments)
         except ArgumentError as exc:
-            # 2025-11-25 server/tools "Error Handling": input validation errors are
-            # tool execution errors, so the model can see them and correct itself.
-            return t.CallToolResult(content=[t.TextContent(text=str(exc))], is_error=True)
+            return _invalid_arguments(exc)
         if sig.context_param is not None:
             kwargs[sig.context_param] = ctx
         try:
@@ -44,7 +48,21 @@ class RegisteredTool:
         except MCPError:
             raise
         except Exception as exc:
-            return t.CallToolResult(content=[t.TextContent(text=_error_text(exc))], is_error=True)
+            return _failed(exc)
+        return self._result(value)
+
+    def call_inline(self, arguments: dict[str, Any] | None) -> t.CallToolResult:
+        """:meth:`call` without a coroutine, for tools where :attr:`runs_inline` holds."""
+        try:
+            kwargs = self.signature.bind(arguments)
+        except ArgumentError as exc:
+            return _invalid_arguments(exc)
+        try:
+            value = self.runner.run_inline(kwargs)  # type: ignore[union-attr]
+        except MCPError:
+            raise
+        except Exception as exc:
+            return _failed(exc)
         return self._result(value)
 
     def _result(self, value: Any) -> t.CallToolResult:
@@ -59,9 +77,15 @@ class RegisteredTool:
         )
 
 
-def _error_text(exc: Exception) -> str:
-    text = str(exc)
-    return text if text else type(exc).__name__
+def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:
+    # 2025-11-25 server/tools "Error Handling": input validation errors are
+    # tool execution errors, so the model can see them and correct itself.
+    return t.CallToolResult(content=[t.TextContent(text=str(exc))], is_error=True)
+
+
+def _failed(exc: Exception) -> t.CallToolResult:
+    text = str(exc) or type(exc).__name__
+    return t.CallToolResult(content=[t.TextContent(text=text)], is_error=True)
 
 
 class ToolRegistry:

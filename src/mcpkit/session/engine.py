@@ -90,6 +90,8 @@ class Session:
         self._room.set()
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
+        # Optional synchronous fast path (see ServerConnection.answer_now).
+        self._answer_now: Callable[[Request], Any] | None = getattr(dispatcher, "answer_now", None)
 
     # -- running -------------------------------------------------------------
 
@@ -109,6 +111,8 @@ class Session:
                     if not self._room.is_set():
                         await self._room.wait()
                     self._receive(line)
+                # Answers written from the read loop still respect the peer's pace.
+                await self.channel.drain()
         finally:
             await self.shutdown(self.shutdown_grace)
 
@@ -148,6 +152,11 @@ class Session:
         if isinstance(message, list):
             self._spawn(self._run_batch(message))
         elif isinstance(message, Request):
+            if self._answer_now is not None and message.id not in self._in_flight:
+                result = self._answer_now(message)
+                if result is not None:
+                    self.channel.write(jsonrpc.encode_result(message.id, result))
+                    return
             self._start_request(message)
         elif isinstance(message, Notification):
             self._on_notification(message)
