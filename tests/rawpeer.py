@@ -17,9 +17,13 @@ class RawPeer:
     @classmethod
     async def spawn(cls, script: Path, env: dict[str, str] | None = None) -> RawPeer:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(script),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=env, limit=1 << 24,
+            sys.executable,
+            str(script),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            limit=1 << 24,
         )
         return cls(proc)
 

@@ -128,7 +128,11 @@ async def test_tools_listed_with_schemas_across_pages(client: Client) -> None:
     assert tools["echo"].description == "Echo text."
     assert tools["echo"].title == "Echo"
     assert tools["echo"].annotations.read_only_hint is True  # type: ignore[union-attr]
-    assert tools["add"].input_schema["properties"]["b"] == {"type": "integer", "description": "second", "default": 2}
+    assert tools["add"].input_schema["properties"]["b"] == {
+        "type": "integer",
+        "description": "second",
+        "default": 2,
+    }
     assert tools["add"].input_schema["required"] == ["a"]
     assert tools["weather"].output_schema["properties"]["city"] == {"type": "string"}  # type: ignore[index]
 
@@ -164,7 +168,9 @@ async def test_tool_errors(client: Client) -> None:
 async def test_progress_and_logs(build_client_with_logs: tuple[Client, list[t.LoggingMessageParams]]) -> None:
     client, logs = build_client_with_logs
     seen: list[tuple[float, float | None, str | None]] = []
-    result = await client.call_tool("progress", {"steps": 3}, progress=lambda p, tot, m: seen.append((p, tot, m)))
+    result = await client.call_tool(
+        "progress", {"steps": 3}, progress=lambda p, tot, m: seen.append((p, tot, m))
+    )
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert result.content[0].text == client.protocol_version  # type: ignore[union-attr]
     await asyncio.sleep(0.01)
@@ -293,8 +299,13 @@ async def test_context_reaches_back_to_client_in_legacy_era() -> None:
         assert params.max_tokens == 5
         return t.CreateMessageResult(role="assistant", content={"type": "text", "text": "hi!"}, model="m")
 
-    async with connect(server, protocol="legacy", roots=["file:///tmp"], elicitation_handler=on_elicit,
-                       sampling_handler=on_sample) as c:
+    async with connect(
+        server,
+        protocol="legacy",
+        roots=["file:///tmp"],
+        elicitation_handler=on_elicit,
+        sampling_handler=on_sample,
+    ) as c:
         result = await c.call_tool("ask")
     assert result.content[0].text == "['file:///tmp']|accept:{'name': 'Ada'}|hi!"  # type: ignore[union-attr]
 

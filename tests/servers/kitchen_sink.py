@@ -60,10 +60,13 @@ async def sleep(seconds: float, ctx: Context) -> str:
 @server.tool()
 def pixel() -> Image:
     """A 1x1 PNG."""
-    return Image(data=bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
-    ), format="png")
+    return Image(
+        data=bytes.fromhex(
+            "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+            "1f15c4890000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082"
+        ),
+        format="png",
+    )
 
 
 @server.tool()

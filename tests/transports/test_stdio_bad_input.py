@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rawpeer import RawPeer
 
 PARSE, INVALID_REQUEST, NO_METHOD, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -39,14 +40,29 @@ async def test_request_before_initialize_is_refused(peer: RawPeer) -> None:
         (b'{"id":8,"method":"ping"}\n', INVALID_REQUEST, 8),
         (b'{"jsonrpc":"2.0","id":9,"method":"tools/list","params":42}\n', INVALID_REQUEST, 9),
         (b'{"jsonrpc":"2.0","id":null,"method":"ping"}\n', INVALID_REQUEST, None),
-        (b'[1,2,3]\n', INVALID_REQUEST, None),
+        (b"[1,2,3]\n", INVALID_REQUEST, None),
         (b'"just a string"\n', INVALID_REQUEST, None),
         (b'{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"\xff\xfe"}}\n', PARSE, 10),
-        (b'\xff\xfe\xfd\n', PARSE, None),
-        (b'{"jsonrpc":"2.0","id":11,"method":"ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}\n", PARSE, None),
+        (b"\xff\xfe\xfd\n", PARSE, None),
+        (
+            b'{"jsonrpc":"2.0","id":11,"method":"ping","params":' + b"[" * 5000 + b"]" * 5000 + b"}\n",
+            PARSE,
+            None,
+        ),
     ],
-    ids=["garbage", "truncated", "wrong-version", "no-version", "scalar-params", "null-id", "array",
-         "string", "bad-utf8-in-params", "bad-utf8", "deep-nesting"],
+    ids=[
+        "garbage",
+        "truncated",
+        "wrong-version",
+        "no-version",
+        "scalar-params",
+        "null-id",
+        "array",
+        "string",
+        "bad-utf8-in-params",
+        "bad-utf8",
+        "deep-nesting",
+    ],
 )
 async def test_malformed_messages(peer: RawPeer, raw: bytes, code: int, rid: int | None) -> None:
     await peer.initialize()
@@ -86,8 +102,14 @@ async def test_stray_print_does_not_corrupt_stdout(peer: RawPeer) -> None:
 
 async def test_eof_ends_the_server_cleanly_after_answering(peer: RawPeer) -> None:
     await peer.initialize()
-    await peer.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call",
-                     "params": {"name": "sleep", "arguments": {"seconds": 0.3}}})
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 99,
+            "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"seconds": 0.3}},
+        }
+    )
     assert peer.proc.stdin is not None
     peer.proc.stdin.close()
     reply = await peer.recv()

@@ -17,7 +17,7 @@ import sys
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
 
@@ -273,7 +273,7 @@ def _make_binder(name: str, params: list[_Param]) -> Callable[[Mapping[str, Any]
 
     if not all(p.fast for p in params):
         return bind_slow
-    spec = tuple((p.name, p.mtype, p.default) for p in params)
+    spec = tuple((p.name, _strip_annotated(p.mtype), p.default) for p in params)
 
     # Exact type checks beat msgspec.convert (~150ns vs ~650ns for one str) and are sound because
     # JSON decoding only yields exact builtins; anything unusual falls back to the msgspec path,
@@ -340,21 +340,12 @@ def _pydantic_error(name: str, exc: ValueError) -> ArgumentError:
 
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems", "items"})
-_SCHEMA_ONE = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "not",
-        "contains",
-        "if",
-        "then",
-        "else",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "additionalItems",
-    }
-)
+# fmt: off
+_SCHEMA_ONE = frozenset({
+    "items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
+    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
+})
+# fmt: on
 
 
 def _clean(schema: Any) -> Any:
@@ -407,7 +398,7 @@ def _input_schema(params: list[_Param], doc_params: dict[str, str]) -> dict[str,
         else:
             schema = _type_schema(p.annotation, "validation", defs)
         description = p.description or doc_params.get(p.name)
-        if description and "description" not in schema:
+        if description:  # the parameter's own description beats a model's docstring
             schema["description"] = description
         if p.default is not _MISSING:
             try:
@@ -430,18 +421,17 @@ def _strip_annotated(tp: Any) -> Any:
 
 
 def _is_content(tp: Any) -> bool:
-    """MCP content types (and lists/unions of them) are returned as content, never as structure."""
-    tp = _strip_annotated(tp)
-    args = [a for a in get_args(tp) if a is not _NONE_TYPE and a is not Ellipsis]
-    if get_origin(tp) is not None and get_origin(tp) is not Literal:
-        return bool(args) and all(_is_content(a) for a in args)
-    return isinstance(tp, type) and getattr(tp, "__module__", "").startswith("mcpkit.")
+    """Return types mentioning MCP content (``TextContent``, ``list[ImageContent | str]``,
+    ``CallToolResult``...) are turned into content by the caller, never into structure."""
+    if isinstance(tp, type) and getattr(tp, "__module__", "").startswith("mcpkit."):
+        return True
+    return any(_is_content(arg) for arg in get_args(tp))
 
 
 def _is_unstructured(tp: Any) -> bool:
     tp = _strip_annotated(tp)
     if get_origin(tp) in (Union, types.UnionType):
-        return all(_is_unstructured(a) or _is_content(a) for a in get_args(tp))
+        return all(_is_unstructured(a) for a in get_args(tp))
     return any(tp is u for u in _UNSTRUCTURED)
 
 

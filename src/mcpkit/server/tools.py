@@ -71,10 +71,11 @@ class RegisteredTool:
         if self.signature.output_schema is None:
             return t.CallToolResult(content=to_content(value))
         structured = self.signature.structured(value)
-        # server/tools "Structured Content": also send the JSON as text for older clients.
-        return t.CallToolResult(
-            content=[t.TextContent(text=json_text(structured))], structured_content=structured
-        )
+        # server/tools "Structured Content": also send the JSON as text for older
+        # clients; a wrapped scalar reads as itself ("5", not {"result": 5}).
+        shown = structured["result"] if self.signature.wraps_output else structured
+        text = shown if isinstance(shown, str) else json_text(shown)
+        return t.CallToolResult(content=[t.TextContent(text=text)], structured_content=structured)
 
 
 def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:

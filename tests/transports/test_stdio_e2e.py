@@ -1,0 +1,171 @@
+"""mcpkit's client and server over real stdio pipes, in both eras."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpkit import Client, MCPError
+from mcpkit.protocol import types as t
+
+from rawpeer import RawPeer, modern_meta
+
+
+@pytest.mark.parametrize("protocol", ["auto", "legacy", "modern", "2025-06-18", "2025-03-26", "2024-11-05"])
+async def test_client_drives_server_over_stdio(server_path: Path, protocol: str) -> None:
+    logs: list[t.LoggingMessageParams] = []
+    async with Client(
+        [sys.executable, str(server_path)], protocol=protocol, log_handler=logs.append, log_level="debug"
+    ) as client:
+        expect_modern = protocol in ("auto", "modern")
+        assert client.is_modern is expect_modern
+        names = [tool.name for tool in await client.list_tools()]
+        assert names[:3] == ["echo", "add", "forecast"]
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"  # type: ignore[union-attr]
+        forecast = await client.call_tool("forecast", {"city": "Rome"})
+        if protocol in ("2025-03-26", "2024-11-05"):
+            assert forecast.structured_content is msgspec_unset()  # revision predates structured output
+        else:
+            assert forecast.structured_content == {"city": "Rome", "celsius": 21.5}
+        steps: list[float] = []
+        slept = await client.call_tool("sleep", {"seconds": 0.05}, progress=lambda p, tot, m: steps.append(p))
+        assert slept.content[0].text == "slept 0.05"  # type: ignore[union-attr]
+        assert steps == [0, 0.05]
+        profile = await client.read_resource("users://7/profile")
+        assert profile.contents[0].text == '{"id":7,"name":"user7"}'
+        prompt = await client.get_prompt("review", {"code": "x"})
+        assert prompt.messages[0].content.text == "Review this python:\nx"  # type: ignore[union-attr]
+    assert [m.data for m in logs] == ["sleeping 0.05s"]
+
+
+def msgspec_unset() -> object:
+    import msgspec
+
+    return msgspec.UNSET
+
+
+async def test_cancellation_reaches_the_server(server_path: Path) -> None:
+    async with Client([sys.executable, str(server_path)], protocol="legacy") as client:
+        call = asyncio.create_task(client.call_tool("sleep", {"seconds": 30}))
+        await asyncio.sleep(0.3)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        # The server dropped the cancelled work and keeps answering.
+        assert (await client.call_tool("echo", {"text": "ok"})).content[0].text == "ok"  # type: ignore
+
+
+async def test_server_answers_pipelined_requests_out_of_order(server_path: Path) -> None:
+    peer = await RawPeer.spawn(server_path)
+    await peer.initialize()
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "slow",
+            "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"seconds": 0.5}},
+        }
+    )
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "fast",
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}},
+        }
+    )
+    order = []
+    while len(order) < 2:
+        reply = await peer.recv()
+        if "id" in reply:
+            order.append(reply["id"])
+    assert order == ["fast", "slow"]
+    assert await peer.close() == 0
+
+
+async def test_sigterm_lets_in_flight_requests_finish(server_path: Path) -> None:
+    peer = await RawPeer.spawn(server_path)
+    await peer.initialize()
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "sleep", "arguments": {"seconds": 0.5}},
+        }
+    )
+    await asyncio.sleep(0.2)
+    peer.proc.send_signal(signal.SIGTERM)
+    reply = await peer.recv()
+    while "id" not in reply:
+        reply = await peer.recv()
+    assert (
+        reply
+        == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {"content": [{"type": "text", "text": "slept 0.5"}], "isError": False},
+        }
+        or reply["result"]["content"][0]["text"] == "slept 0.5"
+    )
+    assert await asyncio.wait_for(peer.proc.wait(), 10) == 0
+
+
+async def test_modern_requests_on_stdio(server_path: Path) -> None:
+    peer = await RawPeer.spawn(server_path)
+    discover = await peer.request("server/discover", {"_meta": modern_meta()})
+    result = discover["result"]
+    assert result["resultType"] == "complete"
+    assert "2026-07-28" in result["supportedVersions"] and "2025-11-25" in result["supportedVersions"]
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "kitchen-sink"
+    listed = await peer.request("tools/list", {"_meta": modern_meta()})
+    assert listed["result"]["ttlMs"] == 0 and listed["result"]["cacheScope"] == "private"
+    bad = await peer.request("tools/list", {"_meta": modern_meta("1999-01-01")})
+    assert bad["error"]["code"] == -32022
+    assert bad["error"]["data"] == {
+        "supported": ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"],
+        "requested": "1999-01-01",
+    }
+    no_caps = await peer.request(
+        "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}
+    )
+    assert no_caps["error"]["code"] == -32602
+    ping = await peer.request("ping", {"_meta": modern_meta()})
+    assert ping["error"]["code"] == -32601
+    missing = await peer.request("resources/read", {"_meta": modern_meta(), "uri": "nope://x"})
+    assert missing["error"]["code"] == -32602
+    assert await peer.close() == 0
+
+
+async def test_batches_on_2025_03_26_only(server_path: Path) -> None:
+    peer = await RawPeer.spawn(server_path)
+    await peer.initialize("2025-03-26")
+    await peer.send_raw(
+        b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"}}},'
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}},'
+        b'{"jsonrpc":"2.0","id":2,"method":"ping"},'
+        b'{"jsonrpc":"1.0","id":3,"method":"ping"}]\n'
+    )
+    reply = await peer.recv()
+    assert isinstance(reply, list)
+    by_id = {r["id"]: r for r in reply}
+    assert by_id[1]["result"]["content"] == [{"type": "text", "text": "a"}]
+    assert by_id[2]["result"] == {}
+    assert by_id[3]["error"]["code"] == -32600
+    assert await peer.close() == 0
+    newer = await RawPeer.spawn(server_path)
+    await newer.initialize("2025-06-18")
+    await newer.send_raw(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n')
+    assert (await newer.recv())["error"]["code"] == -32600
+    assert await newer.close() == 0
+
+
+async def test_client_error_for_unknown_tool_over_stdio(server_path: Path) -> None:
+    async with Client([sys.executable, str(server_path)]) as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("missing")
+        assert info.value.code == -32602
