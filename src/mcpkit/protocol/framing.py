@@ -72,11 +72,14 @@ class LineFramer:
         return out
 
     def _emit(self, line: bytes, out: list[bytes | Oversized]) -> None:
-        if line.endswith(b"\r"):
-            line = line[:-1]
+        # The limit counts a trailing \r, as the buffer did while the line was
+        # incomplete, so the verdict never depends on where chunks split.
         if len(line) > self.max_line_bytes:
             out.append(OVERSIZED)
-        elif line.strip():
+            return
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip():
             out.append(line)
 
     @property

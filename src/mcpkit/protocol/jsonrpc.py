@@ -2,11 +2,12 @@
 
 Decoding is the first of two phases: the envelope is read here and ``params`` /
 ``result`` stay as :class:`msgspec.Raw` slices of the input, decoded later by
-method and revision (:mod:`mcpkit.protocol.methods`) only when someone needs them.
+method and revision (by the server's and client's dispatchers) only when needed.
 """
 
 from __future__ import annotations
 
+import codecs
 from typing import Any, TypeAlias
 
 import msgspec
@@ -113,10 +114,22 @@ def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message |
         if not env:
             raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
         return env
+    _check_utf8(data, env)
     return _classify(env)
 
 
-_STRUCTURED = frozenset(b"{[")
+def _check_utf8(data: bytes | Raw, env: _Envelope) -> None:
+    """Members kept as Raw were skipped, not validated: check the encoding once."""
+    if isinstance(data, bytes) and data.isascii():
+        return
+    try:
+        codecs.utf_8_decode(memoryview(data), "strict", True)
+    except UnicodeDecodeError:
+        rid = env.id if _valid_id(env.id) else None
+        raise ProtocolError(PARSE_ERROR, "Parse error: invalid UTF-8", rid) from None
+
+
+_OPEN_BRACE = ord("{")
 
 
 def _valid_id(value: Any) -> bool:
@@ -132,8 +145,8 @@ def _classify(env: _Envelope) -> Message:
         if not isinstance(env.method, str) or env.result is not UNSET or env.error is not UNSET:
             raise ProtocolError(INVALID_REQUEST, "Invalid Request: malformed method call", rid)
         params = None if env.params is UNSET else env.params
-        if params is not None and memoryview(params)[0] not in _STRUCTURED:
-            # JSON-RPC 2.0 section 4.2: params is a structured value when present.
+        if params is not None and memoryview(params)[0] != _OPEN_BRACE:
+            # MCP params are always objects (JSON-RPC 2.0 would also allow arrays).
             raise ProtocolError(INVALID_REQUEST, 'Invalid Request: "params" must be an object', rid)
         if env.id is UNSET:
             return Notification(env.method, params)

@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import INVALID_PARAMS, INVALID_REQUEST, MCPError
 from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION
+from .types.client_features import LOG_LEVELS
 from .versions import ALL_VERSIONS, ProtocolVersion, negotiate_legacy, parse_version
 
 __all__ = [
@@ -123,7 +124,7 @@ class ServerLifecycle:
             return RequestScope(
                 Era.LEGACY, self.version, self.client_capabilities, self.client_info, self.log_level, token
             )
-        if method in ("initialize", "ping"):
+        if method == "initialize" or (method == "ping" and self.legacy_supported):
             version = self.legacy_supported[-1] if self.legacy_supported else self.supported[-1]
             return RequestScope(Era.LEGACY, version, {}, None, None, token)
         raise MCPError(
@@ -144,6 +145,9 @@ class ServerLifecycle:
             raise MCPError.method_not_found(method)
         info = meta.get(CLIENT_INFO)
         level = meta.get(LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            # 2026-07-28 server/utilities/logging: an unknown level SHOULD be -32602.
+            raise MCPError(INVALID_PARAMS, f'Invalid "_meta.{LOG_LEVEL}": {level!r}')
         return RequestScope(
             Era.MODERN,
             version,

@@ -42,6 +42,7 @@ _ADDED_IN: dict[str, ProtocolVersion] = {
     "icons": V.V2025_11_25,
     "execution": V.V2025_11_25,
     "title": V.V2025_06_18,
+    "lastModified": V.V2025_06_18,
     "outputSchema": V.V2025_06_18,
     "structuredContent": V.V2025_06_18,
     "completions": V.V2025_03_26,
@@ -75,14 +76,17 @@ def _walk(value: Any, version: ProtocolVersion) -> Any:
         added = _ADDED_IN.get(key)
         if added is not None and version < added:
             continue
-        if key in _OPAQUE:
+        if key in _OPAQUE and not (key == "arguments" and isinstance(item, list)):
+            # (a prompt's argument list is ours to reshape; call arguments are not)
             out[key] = item
         elif key in ("serverInfo", "clientInfo") and isinstance(item, dict):
             out[key] = {
                 k: v for k, v in item.items() if version >= _IMPLEMENTATION_ADDED.get(k, V.V2024_11_05)
             }
-        elif key == "annotations" and "inputSchema" in value and version < V.V2025_03_26:
-            continue  # ToolAnnotations arrived in 2025-03-26
+        elif key == "annotations" and "inputSchema" in value:
+            if version < V.V2025_03_26:
+                continue  # ToolAnnotations arrived in 2025-03-26, with their title
+            out[key] = item
         else:
             out[key] = _walk(item, version)
     kind = out.get("type")
