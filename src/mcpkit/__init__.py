@@ -18,6 +18,9 @@ _EXPORTS = {
     "ClientSession": "mcpkit.client",
     "Context": "mcpkit.server",
     "File": "mcpkit.server",
+    "Sample": "mcpkit.server",
+    "ListRoots": "mcpkit.server",
+    "Elicit": "mcpkit.server",
     "Image": "mcpkit.server",
     "MCPError": "mcpkit.protocol.errors",
     "MCPServer": "mcpkit.server",
@@ -34,12 +37,15 @@ __all__ = [
     "Client",
     "ClientSession",
     "Context",
+    "Elicit",
     "FastMCP",
     "File",
     "Image",
+    "ListRoots",
     "MCPError",
     "MCPServer",
     "ProtocolVersion",
+    "Sample",
     "StdioServerParameters",
     "UserMessage",
     "__version__",
@@ -50,7 +56,18 @@ if TYPE_CHECKING:
     from .client import Client, ClientSession, StdioServerParameters, stdio_client
     from .protocol.errors import MCPError
     from .protocol.versions import ProtocolVersion
-    from .server import AssistantMessage, Audio, Context, File, Image, MCPServer, UserMessage
+    from .server import (
+        AssistantMessage,
+        Audio,
+        Context,
+        Elicit,
+        File,
+        Image,
+        ListRoots,
+        MCPServer,
+        Sample,
+        UserMessage,
+    )
 
     FastMCP = MCPServer
 

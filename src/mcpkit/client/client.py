@@ -15,7 +15,7 @@ from msgspec import UNSET
 
 from .. import __version__
 from ..protocol import types as t
-from ..protocol.errors import UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
@@ -33,6 +33,18 @@ if TYPE_CHECKING:
     from ..server.app import MCPServer
 
 __all__ = ["Client", "ProtocolMode"]
+
+# Requests that may answer input_required (2026-07-28 basic/patterns/mrtr "Supported Requests").
+_INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+class _InputRequired(msgspec.Struct, rename="camel"):
+    result_type: str | msgspec.UnsetType = UNSET
+    input_requests: dict[str, dict[str, Any]] | msgspec.UnsetType = UNSET
+    request_state: str | msgspec.UnsetType = UNSET
+
+
+_peek = msgspec.json.Decoder(_InputRequired)
 
 R = TypeVar("R")
 ProtocolMode = Literal["auto", "legacy", "modern"] | str
@@ -76,6 +88,7 @@ class Client:
         notification_handler: NotificationHandler | None = None,
         log_level: t.LoggingLevel | None = None,
         stderr: Any = None,
+        max_input_rounds: int = 8,
     ) -> None:
         self._target = target
         self._env = env
@@ -92,6 +105,8 @@ class Client:
             on_notification=notification_handler,
         )
         self.log_level = log_level
+        #: Modern multi round-trip requests give up after this many input rounds.
+        self.max_input_rounds = max_input_rounds
         self._stderr = stderr
         self._session: Session | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -274,13 +289,37 @@ class Client:
         session = self._session
         if session is None:
             raise RuntimeError("client is not connected")
-        raw = await session.request(
-            method,
-            self._params(params),
-            timeout=timeout if timeout is not None else self.timeout,
-            on_progress=on_progress,
+        for _ in range(self.max_input_rounds + 1):
+            raw = await session.request(
+                method,
+                self._params(params),
+                timeout=timeout if timeout is not None else self.timeout,
+                on_progress=on_progress,
+            )
+            if not self.is_modern or method not in _INPUT_METHODS:
+                return msgspec.json.decode(raw, type=result_type)
+            peek = _peek.decode(raw)
+            if peek.result_type in (UNSET, "complete"):
+                # A result without resultType is complete (basic/index "ResultType").
+                return msgspec.json.decode(raw, type=result_type)
+            if peek.result_type != "input_required":
+                raise MCPError(INVALID_REQUEST, f"unrecognised resultType {peek.result_type!r}")
+            params = await self._answer_inputs(params, peek)
+        raise MCPError(
+            INVALID_REQUEST, f"{method}: still asking for input after {self.max_input_rounds} rounds"
         )
-        return msgspec.json.decode(raw, type=result_type)
+
+    async def _answer_inputs(self, params: dict[str, Any], peek: _InputRequired) -> dict[str, Any]:
+        """The retry's params: fulfil every input request, echo requestState byte-exact."""
+        responses: dict[str, Any] = {}
+        for key, request in (peek.input_requests or {}).items():
+            answer = await self.handlers.answer(str(request.get("method")), request.get("params") or {})
+            responses[key] = msgspec.to_builtins(answer)
+        retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
+        retry["inputResponses"] = responses
+        if peek.request_state is not UNSET:
+            retry["requestState"] = peek.request_state
+        return retry
 
     async def ping(self) -> None:
         """Check the server answers (legacy era; modern servers have no ping)."""

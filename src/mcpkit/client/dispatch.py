@@ -74,15 +74,18 @@ class ClientHandlers:
         return False
 
     async def handle_request(self, session: Session, request: Request) -> Any:
-        method = request.method
-        if method == "ping":
+        if request.method == "ping":
             return {}
+        return await self.answer(request.method, request.params or b"{}")
+
+    async def answer(self, method: str, params: bytes | msgspec.Raw | dict[str, Any]) -> Any:
+        """Answer a server's request (server-to-client, or an MRTR input request)."""
         if method == "sampling/createMessage" and self.sampling is not None:
-            params = _decode(request, t.CreateMessageParams)
-            return _as_result(await _maybe_await(self.sampling(params)), t.CreateMessageResult)
+            sampling = _decode(params, t.CreateMessageParams)
+            return _as_result(await _maybe_await(self.sampling(sampling)), t.CreateMessageResult)
         if method == "elicitation/create" and self.elicitation is not None:
-            params = _decode(request, t.ElicitParams)
-            return _as_result(await _maybe_await(self.elicitation(params)), t.ElicitResult)
+            elicit = _decode(params, t.ElicitParams)
+            return _as_result(await _maybe_await(self.elicitation(elicit)), t.ElicitResult)
         if method == "roots/list" and self.roots is not None:
             return t.ListRootsResult(roots=await self.list_roots())
         raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -100,9 +103,11 @@ class ClientHandlers:
             await _maybe_await(self.on_notification(notification.method, params))
 
 
-def _decode(request: Request, tp: type[Any]) -> Any:
+def _decode(params: bytes | msgspec.Raw | dict[str, Any], tp: type[Any]) -> Any:
     try:
-        return msgspec.json.decode(request.params or b"{}", type=tp)
+        if isinstance(params, dict):
+            return msgspec.convert(params, tp)
+        return msgspec.json.decode(params, type=tp)
     except msgspec.ValidationError as exc:
         raise MCPError(INVALID_PARAMS, f"Invalid params: {exc}") from None
 

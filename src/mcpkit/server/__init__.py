@@ -1,8 +1,20 @@
 """The server framework."""
 
 from .app import MCPServer
-from .context import Context
+from .context import Context, Elicit, InputRequest, ListRoots, Sample
 from .prompts import AssistantMessage, UserMessage
 from .results import Audio, File, Image
 
-__all__ = ["AssistantMessage", "Audio", "Context", "File", "Image", "MCPServer", "UserMessage"]
+__all__ = [
+    "AssistantMessage",
+    "Audio",
+    "Context",
+    "Elicit",
+    "File",
+    "Image",
+    "InputRequest",
+    "ListRoots",
+    "MCPServer",
+    "Sample",
+    "UserMessage",
+]

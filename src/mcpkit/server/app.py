@@ -20,6 +20,7 @@ from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Session
 from .connection import ServerConnection
 from .context import Context
+from .mrtr import RequestStateCodec
 from .prompts import PromptRegistry
 from .resources import ResourceRegistry
 from .tools import ToolRegistry
@@ -65,6 +66,7 @@ class MCPServer:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         request_timeout: float | None = None,
+        state_secret: bytes | str | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -86,6 +88,8 @@ class MCPServer:
         self.max_line_bytes = max_line_bytes
         self.max_in_flight = max_in_flight
         self.request_timeout = request_timeout
+        #: Seals modern multi round-trip state; share ``state_secret`` across workers.
+        self.state_codec = RequestStateCodec(state_secret)
         self.lifespan = lifespan
         self.lifespan_state: Any = None
         self.on_roots_changed: Callable[[], Awaitable[None]] | None = None

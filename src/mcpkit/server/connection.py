@@ -28,6 +28,7 @@ from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.engine import Session
 from .context import Context
+from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
 
 if TYPE_CHECKING:
@@ -98,7 +99,8 @@ class ServerConnection:
 
     def _finish(self, result: Any, scope: RequestScope) -> Any:
         if scope.is_modern:
-            result.result_type = "complete"
+            if result.result_type is UNSET:
+                result.result_type = "complete"
             result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}
             if hasattr(result, "ttl_ms") and result.ttl_ms is UNSET:
                 result.ttl_ms = self.server.cache_ttl_ms
@@ -191,8 +193,40 @@ async def _call_tool(
     conn: ServerConnection, scope: RequestScope, params: t.CallToolParams, rid: int | str
 ) -> Any:
     tool = conn.server._tools.get(params.name)
-    ctx = Context(conn, scope, rid) if tool.signature.context_param is not None else None
-    return await tool.call(params.arguments if params.arguments is not UNSET else None, ctx)
+    arguments = params.arguments if params.arguments is not UNSET else None
+    if tool.signature.context_param is None:
+        return await tool.call(arguments, None)
+    trip = _round_trip(conn, scope, "tools/call", params.name, arguments, params)
+    try:
+        return await tool.call(arguments, Context(conn, scope, rid, trip))
+    except InputRequired as exc:
+        return _input_required(conn, exc, trip)
+
+
+def _round_trip(
+    conn: ServerConnection, scope: RequestScope, method: str, target: str, arguments: Any, params: Any
+) -> RoundTrip | None:
+    """The answers a modern retry brings (sealed earlier ones plus this round's)."""
+    if not scope.is_modern:
+        return None
+    codec = conn.server.state_codec
+    trip = RoundTrip(codec.binding(method, target, arguments), principal=None)
+    if params.request_state is not UNSET:
+        trip.answers.update(codec.open(params.request_state, trip.binding, trip.principal))
+    if params.input_responses is not UNSET:
+        trip.answers.update(params.input_responses)
+    return trip
+
+
+def _input_required(
+    conn: ServerConnection, exc: InputRequired, trip: RoundTrip | None
+) -> t.InputRequiredResult:
+    if trip is None:
+        raise MCPError(INVALID_PARAMS, "input can only be required of modern requests")
+    state = conn.server.state_codec.seal(trip.binding, trip.principal, trip.answers)
+    return t.InputRequiredResult(
+        result_type="input_required", input_requests=exc.requests, request_state=state
+    )
 
 
 async def _list_resources(
@@ -220,10 +254,13 @@ def _not_found(scope: RequestScope, uri: str) -> MCPError:
 async def _read_resource(
     conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str
 ) -> Any:
+    trip = _round_trip(conn, scope, "resources/read", params.uri, None, params)
     try:
-        contents = await conn.server._resources.read(params.uri, Context(conn, scope, rid))
+        contents = await conn.server._resources.read(params.uri, Context(conn, scope, rid, trip))
     except ResourceNotFound:
         raise _not_found(scope, params.uri) from None
+    except InputRequired as exc:
+        return _input_required(conn, exc, trip)
     return t.ReadResourceResult(contents=contents)
 
 
@@ -253,7 +290,11 @@ async def _get_prompt(
     conn: ServerConnection, scope: RequestScope, params: t.GetPromptParams, rid: int | str
 ) -> Any:
     args = params.arguments if params.arguments is not UNSET else None
-    return await conn.server._prompts.get(params.name, args, Context(conn, scope, rid))
+    trip = _round_trip(conn, scope, "prompts/get", params.name, args, params)
+    try:
+        return await conn.server._prompts.get(params.name, args, Context(conn, scope, rid, trip))
+    except InputRequired as exc:
+        return _input_required(conn, exc, trip)
 
 
 async def _complete(

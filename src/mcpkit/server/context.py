@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..protocol import types as t
-from ..protocol.errors import MISSING_CLIENT_CAPABILITY, MCPError
+from ..protocol.errors import INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, MCPError
 from ..protocol.lifecycle import RequestScope
 from ..protocol.types.client_features import LOG_LEVELS
+from .mrtr import InputRequired, RoundTrip
 
 if TYPE_CHECKING:
     from .connection import ServerConnection
 
-__all__ = ["Context"]
+__all__ = ["Context", "Elicit", "InputRequest", "ListRoots", "Sample"]
 
 _LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
 
@@ -31,11 +34,18 @@ class Context:
             ...
     """
 
-    __slots__ = ("_conn", "_scope", "request_id")
+    __slots__ = ("_conn", "_scope", "_trip", "request_id")
 
-    def __init__(self, conn: ServerConnection, scope: RequestScope, request_id: int | str) -> None:
+    def __init__(
+        self,
+        conn: ServerConnection,
+        scope: RequestScope,
+        request_id: int | str,
+        trip: RoundTrip | None = None,
+    ) -> None:
         self._conn = conn
         self._scope = scope
+        self._trip = trip
         self.request_id = request_id
 
     # -- who is asking -------------------------------------------------------
@@ -80,7 +90,7 @@ class Context:
             params["total"] = total
         if message is not None and self._scope.version >= "2025-03-26":
             params["message"] = message
-        self._conn.session.notify("notifications/progress", params)
+        self._conn.session.notify("notifications/progress", params, self.request_id)
         await self._conn.session.channel.drain()
 
     async def log(self, level: t.LoggingLevel, data: Any, *, logger: str | None = None) -> None:
@@ -97,7 +107,7 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._conn.session.notify("notifications/message", params)
+        self._conn.session.notify("notifications/message", params, self.request_id)
         await self._conn.session.channel.drain()
 
     async def debug(self, message: Any, *, logger: str | None = None) -> None:
@@ -118,14 +128,17 @@ class Context:
         """Read one of this server's own resources."""
         return await self._conn.server._resources.read(uri, self)
 
-    async def elicit(self, message: str, schema: dict[str, Any] | type[Any]) -> t.ElicitResult:
-        """Ask the user for input shaped by ``schema`` (a JSON Schema or a type)."""
-        self._require("elicitation")
-        requested = schema if isinstance(schema, dict) else _schema_for(schema)
-        raw = await self._server_request(
-            "elicitation/create", {"message": message, "requestedSchema": requested}
-        )
-        return msgspec.json.decode(raw, type=t.ElicitResult)
+    async def elicit(
+        self, message: str, schema: dict[str, Any] | type[Any], *, key: str | None = None
+    ) -> t.ElicitResult:
+        """Ask the user for input shaped by ``schema`` (a JSON Schema or a type).
+
+        ``key`` names the request in a modern multi round-trip exchange.
+        """
+        result: t.ElicitResult = (await self.ask({key or "": Elicit(message, schema)}, _auto=key is None))[
+            key or ""
+        ]
+        return result
 
     async def sample(
         self,
@@ -134,25 +147,61 @@ class Context:
         max_tokens: int = 512,
         system_prompt: str | None = None,
         temperature: float | None = None,
+        key: str | None = None,
         **extra: Any,
     ) -> t.CreateMessageResult:
         """Ask the client's model for a completion (``sampling/createMessage``)."""
-        self._require("sampling")
-        if isinstance(messages, str):
-            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
-        params: dict[str, Any] = {"messages": msgspec.to_builtins(messages), "maxTokens": max_tokens, **extra}
-        if system_prompt is not None:
-            params["systemPrompt"] = system_prompt
-        if temperature is not None:
-            params["temperature"] = temperature
-        raw = await self._server_request("sampling/createMessage", params)
-        return msgspec.json.decode(raw, type=t.CreateMessageResult)
+        request = Sample(
+            messages, max_tokens=max_tokens, system_prompt=system_prompt, temperature=temperature, **extra
+        )
+        result: t.CreateMessageResult = (await self.ask({key or "": request}, _auto=key is None))[key or ""]
+        return result
 
-    async def list_roots(self) -> list[t.Root]:
+    async def list_roots(self, *, key: str | None = None) -> list[t.Root]:
         """The client's roots (``roots/list``)."""
-        self._require("roots")
-        raw = await self._server_request("roots/list", None)
-        return msgspec.json.decode(raw, type=t.ListRootsResult).roots
+        result: t.ListRootsResult = (await self.ask({key or "": ListRoots()}, _auto=key is None))[key or ""]
+        return result.roots
+
+    async def ask(self, requests: Mapping[str, InputRequest], *, _auto: bool = False) -> dict[str, Any]:
+        """Ask the client several things at once; returns each answer by key.
+
+        Legacy era: the requests go to the client concurrently, as server-to-client
+        requests. Modern era: they are returned together in one ``input_required``
+        result and this handler runs again, from the top, when the client retries
+        with the answers.
+        """
+        for request in requests.values():
+            self._require(request.capability)
+        if not self._scope.is_modern:
+            keys = list(requests)
+            raws = await asyncio.gather(
+                *(
+                    self._conn.session.request(r.method, r.params(), related=self.request_id)
+                    for r in requests.values()
+                )
+            )
+            return {
+                k: msgspec.json.decode(raw, type=requests[k].result_type)
+                for k, raw in zip(keys, raws, strict=True)
+            }
+        trip = self._trip
+        if trip is None:
+            raise MCPError(
+                INVALID_REQUEST,
+                "input requests are only possible in tools/call, prompts/get and resources/read",
+            )
+        answers: dict[str, Any] = {}
+        missing: dict[str, dict[str, Any]] = {}
+        for given, request in requests.items():
+            key = trip.next_key(request.method) if _auto else given
+            try:
+                answers[given] = msgspec.convert(trip.answers[key], request.result_type)
+            except (KeyError, msgspec.ValidationError):
+                # Absent or unusable: ask (again), as basic/patterns/mrtr "Error Handling" says.
+                missing[key] = {"method": request.method, "params": request.params()}
+        if missing:
+            raise InputRequired(missing)
+        return answers
 
     def _require(self, capability: str) -> None:
         if capability not in self._scope.client_capabilities:
@@ -162,16 +211,74 @@ class Context:
                 {"requiredCapabilities": {capability: {}}},
             )
 
-    async def _server_request(self, method: str, params: dict[str, Any] | None) -> msgspec.Raw:
-        if self._scope.is_modern:
-            # Server-to-client requests do not exist in the modern era; they become
-            # multi round-trip results (basic/patterns/mrtr), which need a transport
-            # that re-issues the request. Said plainly rather than hanging.
-            raise MCPError(
-                MISSING_CLIENT_CAPABILITY,
-                f"{method} needs a multi round-trip capable transport for modern requests",
-            )
-        return await self._conn.session.request(method, params)
+
+class InputRequest:
+    """Something a handler asks of the client (see :meth:`Context.ask`)."""
+
+    method: str
+    capability: str
+    result_type: type[Any]
+
+    def params(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class Elicit(InputRequest):
+    """Ask the user for input shaped by ``schema`` (``elicitation/create``, form mode)."""
+
+    method = "elicitation/create"
+    capability = "elicitation"
+    result_type = t.ElicitResult
+
+    def __init__(self, message: str, schema: dict[str, Any] | type[Any]) -> None:
+        self.message = message
+        self.schema = schema if isinstance(schema, dict) else _schema_for(schema)
+
+    def params(self) -> dict[str, Any]:
+        return {"message": self.message, "requestedSchema": self.schema}
+
+
+class Sample(InputRequest):
+    """Ask the client's model for a completion (``sampling/createMessage``)."""
+
+    method = "sampling/createMessage"
+    capability = "sampling"
+    result_type = t.CreateMessageResult
+
+    def __init__(
+        self,
+        messages: str | list[dict[str, Any]] | list[t.SamplingMessage],
+        *,
+        max_tokens: int = 512,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        **extra: Any,
+    ) -> None:
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": {"type": "text", "text": messages}}]
+        self._params: dict[str, Any] = {
+            "messages": msgspec.to_builtins(messages),
+            "maxTokens": max_tokens,
+            **extra,
+        }
+        if system_prompt is not None:
+            self._params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            self._params["temperature"] = temperature
+
+    def params(self) -> dict[str, Any]:
+        return self._params
+
+
+class ListRoots(InputRequest):
+    """Ask for the client's roots (``roots/list``)."""
+
+    method = "roots/list"
+    capability = "roots"
+    result_type = t.ListRootsResult
+
+    def params(self) -> dict[str, Any]:
+        return {}
 
 
 def _schema_for(tp: type[Any]) -> dict[str, Any]:

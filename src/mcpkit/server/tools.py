@@ -12,6 +12,7 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
+from .mrtr import InputRequired
 from .results import json_text, to_content
 from .signature import ArgumentError, FunctionSignature, inspect_function, split_docstring
 from .sync import SyncRunner
@@ -45,7 +46,7 @@ class RegisteredTool:
                 value = await self.fn(**kwargs)
             else:
                 value = await self.runner(kwargs)
-        except MCPError:
+        except (MCPError, InputRequired):
             raise
         except Exception as exc:
             return _failed(exc)
@@ -59,7 +60,7 @@ class RegisteredTool:
             return _invalid_arguments(exc)
         try:
             value = self.runner.run_inline(kwargs)  # type: ignore[union-attr]
-        except MCPError:
+        except (MCPError, InputRequired):
             raise
         except Exception as exc:
             return _failed(exc)

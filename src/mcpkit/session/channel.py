@@ -17,11 +17,16 @@ class Channel(Protocol):
     several at once, which is how pipelined input is processed without a
     wake-up per message), or None at end of input. ``write`` queues one message;
     ``drain`` waits until the peer has room for more.
+
+    ``related`` names the inbound request a message belongs to (its response,
+    or a notification or request sent while handling it) and ``final`` marks
+    that request's response. A single stream (stdio) ignores both; HTTP uses
+    them to put each message on the stream of the request it belongs to.
     """
 
     async def read(self) -> list[bytes | Oversized] | None: ...
 
-    def write(self, data: bytes) -> None: ...
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -50,7 +55,7 @@ class MemoryChannel:
             batch.append(nxt)
         return batch
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
         if not self._closed:
             self._outbox.put_nowait(data)
 

@@ -140,6 +140,10 @@ class Session:
 
     # -- inbound -------------------------------------------------------------
 
+    def feed(self, line: bytes | Oversized) -> None:
+        """Process one inbound message now (transports that are not read loops, e.g. HTTP)."""
+        self._receive(line)
+
     def _receive(self, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
             self._send_error(None, INVALID_REQUEST, "Invalid Request: message exceeds the maximum size")
@@ -155,7 +159,7 @@ class Session:
             if self._answer_now is not None and message.id not in self._in_flight:
                 result = self._answer_now(message)
                 if result is not None:
-                    self.channel.write(jsonrpc.encode_result(message.id, result))
+                    self.channel.write(jsonrpc.encode_result(message.id, result), message.id, True)
                     return
             self._start_request(message)
         elif isinstance(message, Notification):
@@ -176,7 +180,7 @@ class Session:
         try:
             data = await self._answer(request)
             if data is not None:
-                self.channel.write(data)
+                self.channel.write(data, request.id, True)
                 await self.channel.drain()
         finally:
             self._in_flight.pop(request.id, None)
@@ -210,7 +214,7 @@ class Session:
         answers = await asyncio.gather(*(self._answer_batch_item(raw) for raw in items))
         out = [a for a in answers if a is not None]
         if out:
-            self.channel.write(b"[" + b",".join(out) + b"]")
+            self.channel.write(b"[" + b",".join(out) + b"]", None, True)
             await self.channel.drain()
 
     async def _answer_batch_item(self, raw: msgspec.Raw) -> bytes | None:
@@ -282,13 +286,15 @@ class Session:
         *,
         timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
+        related: int | str | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its raw result.
 
         Raises :class:`MCPError` for an error answer, :class:`TimeoutError` after
         ``timeout`` seconds (the peer is told with ``notifications/cancelled``),
         and :class:`SessionClosed` when the connection ends first. Cancelling
-        the awaiting task also cancels the request at the peer.
+        the awaiting task also cancels the request at the peer. ``related`` is
+        the inbound request this one is made on behalf of (see :class:`Channel`).
         """
         if self._closed:
             raise SessionClosed("connection closed")
@@ -301,32 +307,31 @@ class Session:
         self._pending[rid] = fut
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
         try:
-            self.channel.write(
-                jsonrpc.encode_request(rid, method, msgspec.UNSET if params is None else params)
-            )
+            data = jsonrpc.encode_request(rid, method, msgspec.UNSET if params is None else params)
+            self.channel.write(data, related)
             await self.channel.drain()
             if limit is None:
                 return await fut
             async with asyncio.timeout(limit):
                 return await fut
         except TimeoutError:
-            self._cancel_remote(rid, f"timed out after {limit}s")
+            self._cancel_remote(rid, f"timed out after {limit}s", related)
             raise MCPError(REQUEST_TIMEOUT, f"Request {method} timed out after {limit}s") from None
         except asyncio.CancelledError:
-            self._cancel_remote(rid, "cancelled by the caller")
+            self._cancel_remote(rid, "cancelled by the caller", related)
             raise
         finally:
             self._pending.pop(rid, None)
             self._progress.pop(rid, None)
 
-    def _cancel_remote(self, rid: int, reason: str) -> None:
+    def _cancel_remote(self, rid: int, reason: str, related: int | str | None) -> None:
         if not self._closed:
-            self.notify(_CANCELLED, {"requestId": rid, "reason": reason})
+            self.notify(_CANCELLED, {"requestId": rid, "reason": reason}, related)
 
-    def notify(self, method: str, params: Any = msgspec.UNSET) -> None:
-        """Send a notification (queued; never blocks)."""
+    def notify(self, method: str, params: Any = msgspec.UNSET, related: int | str | None = None) -> None:
+        """Send a notification (queued; never blocks); ``related`` as for :meth:`request`."""
         if not self._closed:
-            self.channel.write(jsonrpc.encode_notification(method, params))
+            self.channel.write(jsonrpc.encode_notification(method, params), related)
 
     def cancel_local(self, request_id: int | str) -> bool:
         """Cancel one of our in-flight handlers, as if the peer had asked."""
@@ -338,7 +343,7 @@ class Session:
 
     def _send_error(self, request_id: int | str | None, code: int, message: str) -> None:
         if not self._closed:
-            self.channel.write(jsonrpc.encode_error(request_id, code, message))
+            self.channel.write(jsonrpc.encode_error(request_id, code, message), request_id, True)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

@@ -135,7 +135,7 @@ class StdioChannel:
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
         if not self._transport.is_closing():
             self._transport.write(data + b"\n")
 
@@ -247,7 +247,7 @@ class ProcessChannel:
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._protocol.reader.read()
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
         stdin = self._stdin
         if stdin is not None and not stdin.is_closing():
             stdin.write(data + b"\n")  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ __all__ = [
     "Completion",
     "EmptyResult",
     "GetPromptResult",
+    "InputRequiredResult",
     "ListPromptsResult",
     "ListResourceTemplatesResult",
     "ListResourcesResult",
@@ -51,6 +52,13 @@ class Result(WireStruct, kw_only=True):
 
 class EmptyResult(Result, kw_only=True):
     pass
+
+
+class InputRequiredResult(Result, kw_only=True):
+    """More input is needed (2026-07-28 basic/patterns/mrtr); retry with the answers."""
+
+    input_requests: dict[str, Any] | UnsetType = UNSET
+    request_state: str | UnsetType = UNSET
 
 
 class PaginatedResult(Result, kw_only=True):

@@ -1,0 +1,111 @@
+"""Multi round-trip requests (2026-07-28 basic/patterns/mrtr), server side.
+
+A handler asks for input the same way in both eras (``await ctx.elicit(...)``).
+In the modern era the ask raises :class:`InputRequired`; the dispatcher turns
+that into an ``input_required`` result whose ``requestState`` carries every
+answer gathered so far, integrity-protected with an HMAC and bound to the
+request (method, target, arguments), the principal and an expiry. The client
+retries with the answers; the handler runs again from the top and this time
+each ask returns its answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ..protocol.errors import INVALID_PARAMS, MCPError
+
+__all__ = ["InputRequired", "RequestStateCodec", "RoundTrip"]
+
+_SUPPORTED = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+class InputRequired(Exception):
+    """Raised inside a handler: these input requests must be answered first."""
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__(f"input required: {', '.join(requests)}")
+        self.requests = requests
+
+
+@dataclass(slots=True)
+class RoundTrip:
+    """Answers known to one modern request, and the next key to assign."""
+
+    binding: str
+    principal: str | None = None
+    answers: dict[str, Any] = field(default_factory=dict)
+    counter: int = 0
+
+    def next_key(self, method: str) -> str:
+        self.counter += 1
+        return f"{method.rsplit('/', 1)[-1]}-{self.counter}"
+
+
+class _State(msgspec.Struct, array_like=True):
+    version: int
+    binding: str
+    principal: str | None
+    expires: int
+    answers: dict[str, Any]
+
+
+_state_encoder = msgspec.json.Encoder()
+_state_decoder = msgspec.json.Decoder(_State)
+
+
+class RequestStateCodec:
+    """Signs and verifies ``requestState`` with HMAC-SHA256.
+
+    Every worker behind one endpoint must share ``secret`` (``MCPKIT_STATE_SECRET``
+    in the environment, else a random per-process key).
+    """
+
+    def __init__(self, secret: bytes | str | None = None, ttl: float = 600.0) -> None:
+        if secret is None:
+            env = os.environ.get("MCPKIT_STATE_SECRET")
+            secret = env.encode() if env else os.urandom(32)
+        self._key = secret.encode() if isinstance(secret, str) else secret
+        self.ttl = ttl
+
+    @staticmethod
+    def binding(method: str, target: str, arguments: Any) -> str:
+        """What a state is bound to: the method, its target and a digest of its arguments."""
+        digest = hashlib.sha256(_state_encoder.encode(arguments)).hexdigest()[:32]
+        return f"{method}\x00{target}\x00{digest}"
+
+    def seal(self, binding: str, principal: str | None, answers: dict[str, Any]) -> str:
+        payload = _state_encoder.encode(_State(1, binding, principal, int(time.time() + self.ttl), answers))
+        body = base64.urlsafe_b64encode(payload).rstrip(b"=")
+        mac = base64.urlsafe_b64encode(hmac.digest(self._key, body, "sha256")).rstrip(b"=")
+        return (body + b"." + mac).decode("ascii")
+
+    def open(self, state: str, binding: str, principal: str | None) -> dict[str, Any]:
+        """The answers sealed in ``state``; MCPError -32602 when it is not ours or not for this."""
+        try:
+            body, _, mac = state.encode("ascii").partition(b".")
+            expected = base64.urlsafe_b64encode(hmac.digest(self._key, body, "sha256")).rstrip(b"=")
+            if not hmac.compare_digest(mac, expected):
+                raise ValueError("bad signature")
+            decoded = _state_decoder.decode(base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4)))
+        except (ValueError, UnicodeEncodeError, msgspec.DecodeError):
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: integrity check failed") from None
+        if decoded.binding != binding:
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: it belongs to a different request")
+        if decoded.principal != principal:
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: it belongs to a different principal")
+        if decoded.expires < time.time():
+            raise MCPError(INVALID_PARAMS, "Invalid requestState: expired")
+        return decoded.answers
+
+
+def supports_input_required(method: str) -> bool:
+    return method in _SUPPORTED
