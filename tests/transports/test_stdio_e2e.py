@@ -169,3 +169,102 @@ async def test_client_error_for_unknown_tool_over_stdio(server_path: Path) -> No
         with pytest.raises(MCPError) as info:
             await client.call_tool("missing")
         assert info.value.code == -32602
+
+
+async def test_modern_subscriptions_listen_on_stdio(tmp_path: Path) -> None:
+    script = tmp_path / "listen_server.py"
+    script.write_text(
+        "from mcpkit import MCPServer\n"
+        "server = MCPServer('listen')\n"
+        "@server.tool()\n"
+        "def add_tool(name: str) -> str:\n"
+        "    server.add_tool(lambda: 'x', name=name)\n"
+        "    return 'added'\n"
+        "@server.tool()\n"
+        "def touch(uri: str) -> str:\n"
+        "    server.notify_resource_updated(uri)\n"
+        "    return 'touched'\n"
+        "server.run()\n"
+    )
+    peer = await RawPeer.spawn(script)
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "sub-1",
+            "method": "subscriptions/listen",
+            "params": {
+                "_meta": modern_meta(),
+                "notifications": {
+                    "toolsListChanged": True,
+                    "promptsListChanged": False,
+                    "resourceSubscriptions": ["file:///a"],
+                    "bogus": True,
+                },
+            },
+        }
+    )
+    ack = await peer.recv()
+    assert ack == {
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {
+            "_meta": {"io.modelcontextprotocol/subscriptionId": "sub-1"},
+            "notifications": {"toolsListChanged": True, "resourceSubscriptions": ["file:///a"]},
+        },
+    }
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"_meta": modern_meta(), "name": "add_tool", "arguments": {"name": "t2"}},
+        }
+    )
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"_meta": modern_meta(), "name": "touch", "arguments": {"uri": "file:///b"}},
+        }
+    )
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"_meta": modern_meta(), "name": "touch", "arguments": {"uri": "file:///a"}},
+        }
+    )
+    seen = [await peer.recv() for _ in range(5)]
+    notes = [m for m in seen if "method" in m]
+    assert [n["method"] for n in notes] == [
+        "notifications/tools/list_changed",
+        "notifications/resources/updated",
+    ]
+    assert all(n["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": "sub-1"} for n in notes)
+    assert notes[1]["params"]["uri"] == "file:///a"
+    # stdin EOF ends the subscription gracefully, with a response tagged with its id
+    assert peer.proc.stdin is not None
+    peer.proc.stdin.close()
+    final = await peer.recv()
+    assert final["id"] == "sub-1"
+    assert final["result"]["resultType"] == "complete"
+    assert final["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+    assert await asyncio.wait_for(peer.proc.wait(), 10) == 0
+
+
+async def test_cancelling_a_subscription_on_stdio(server_path: Path) -> None:
+    peer = await RawPeer.spawn(server_path)
+    await peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "subscriptions/listen",
+            "params": {"_meta": modern_meta(), "notifications": {"toolsListChanged": True}},
+        }
+    )
+    assert (await peer.recv())["method"] == "notifications/subscriptions/acknowledged"
+    await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}})
+    assert (await peer.request("tools/list", {"_meta": modern_meta()}))["result"]["tools"]
+    assert await peer.close() == 0

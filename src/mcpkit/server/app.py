@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import signal
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -18,6 +17,7 @@ from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Session
+from .bus import ChangeEvent, LocalBus, NotificationBus
 from .connection import ServerConnection
 from .context import Context
 from .mrtr import RequestStateCodec
@@ -67,6 +67,7 @@ class MCPServer:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         request_timeout: float | None = None,
         state_secret: bytes | str | None = None,
+        bus: NotificationBus | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -97,7 +98,10 @@ class MCPServer:
         self._resources = ResourceRegistry()
         self._prompts = PromptRegistry()
         self._completer: Completer | None = None
-        self._connections: weakref.WeakSet[ServerConnection] = weakref.WeakSet()
+        #: Carries list changes and resource updates to connections and subscriptions.
+        self.bus: NotificationBus = bus if bus is not None else LocalBus()
+        #: Set when the server is shutting down: long-lived requests end gracefully.
+        self.stopping = asyncio.Event()
         self._tools.on_change = lambda: self._list_changed("tools")
         self._resources.on_change = lambda: self._list_changed("resources")
         self._prompts.on_change = lambda: self._list_changed("prompts")
@@ -222,25 +226,21 @@ class MCPServer:
 
     # -- notifications -------------------------------------------------------
 
-    def _list_changed(self, kind: str) -> None:
-        for conn in list(self._connections):
-            conn.send_list_changed(kind)
+    def _list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> None:
+        self.bus.publish(ChangeEvent(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
         """Tell clients subscribed to ``uri`` that it changed."""
-        for conn in list(self._connections):
-            conn.send_resource_updated(uri)
+        self.bus.publish(ChangeEvent("resource", uri))
 
     # -- protocol surface ----------------------------------------------------
 
     def capabilities(self, *, modern: bool) -> t.ServerCapabilities:
-        # Modern list-change and resource notifications flow through
-        # subscriptions/listen, which the stateless transports provide.
-        changes: dict[str, Any] = {} if modern else {"listChanged": True}
+        # Modern: change notifications and resource updates through subscriptions/listen.
         return t.ServerCapabilities(
-            tools=dict(changes),
-            resources={**changes, "subscribe": True} if not modern else {},
-            prompts=dict(changes),
+            tools={"listChanged": True},
+            resources={"listChanged": True, "subscribe": True},
+            prompts={"listChanged": True},
             logging={},
             completions={},
         )
@@ -272,7 +272,6 @@ class MCPServer:
             handler_timeout=self.request_timeout,
         )
         conn.attach(session)
-        self._connections.add(conn)
         return session
 
     @contextlib.asynccontextmanager
@@ -299,9 +298,13 @@ class MCPServer:
             loop = asyncio.get_running_loop()
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 # SIGTERM: stop reading, let in-flight work finish, then exit.
-                loop.add_signal_handler(signal.SIGTERM, runner.cancel)
+                loop.add_signal_handler(signal.SIGTERM, self._terminate, runner)
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+
+    def _terminate(self, runner: asyncio.Task[None]) -> None:
+        self.stopping.set()
+        runner.cancel()
 
     def run(self, transport: Literal["stdio"] = "stdio", **options: Any) -> None:
         """Run the server (blocking). ``transport`` defaults to stdio."""

@@ -7,6 +7,7 @@ the result for that revision.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -23,10 +24,11 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import Notification, Request
 from ..protocol.lifecycle import RequestScope, ServerLifecycle
-from ..protocol.meta import SERVER_INFO
+from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.engine import Session
+from .bus import ChangeEvent
 from .context import Context
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
@@ -53,9 +55,16 @@ class ServerConnection:
         self.lifecycle = ServerLifecycle(server.versions)
         self.session: Session = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
+        #: Set when no more input will come (stdio EOF): long-lived requests end.
+        self.closing = asyncio.Event()
 
     def attach(self, session: Session) -> None:
         self.session = session
+        unsubscribe = self.server.bus.subscribe(self._on_change)
+        session.on_close.append(unsubscribe)
+
+    def input_closed(self) -> None:
+        self.closing.set()
 
     def batches_allowed(self) -> bool:
         return self.lifecycle.version is _V2025_03_26
@@ -120,13 +129,15 @@ class ServerConnection:
 
     # -- notifications to the client -----------------------------------------
 
-    def send_list_changed(self, kind: str) -> None:
-        if self.lifecycle.version is not None and not self.session.closed:
-            self.session.notify(f"notifications/{kind}/list_changed")
-
-    def send_resource_updated(self, uri: str) -> None:
-        if uri in self.subscriptions and not self.session.closed:
-            self.session.notify("notifications/resources/updated", {"uri": uri})
+    def _on_change(self, event: ChangeEvent) -> None:
+        # Legacy sessions only: modern clients opt in per subscriptions/listen.
+        if self.lifecycle.version is None or self.session.closed:
+            return
+        if event.kind == "resource":
+            if event.uri in self.subscriptions:
+                self.session.notify("notifications/resources/updated", {"uri": event.uri})
+        else:
+            self.session.notify(f"notifications/{event.kind}/list_changed")
 
 
 def _decode_params(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | None) -> Any:
@@ -303,6 +314,45 @@ async def _complete(
     return await conn.server._complete(params, Context(conn, scope, rid))
 
 
+_LIST_FILTERS = {
+    "toolsListChanged": "tools",
+    "promptsListChanged": "prompts",
+    "resourcesListChanged": "resources",
+}
+
+
+async def _listen(conn: ServerConnection, scope: RequestScope, params: t.ListenParams, rid: int | str) -> Any:
+    """Hold the request open, forwarding the opted-in changes, until cancelled or shutdown."""
+    wanted = params.notifications
+    kinds = {kind for key, kind in _LIST_FILTERS.items() if wanted.get(key) is True}
+    uris = wanted.get("resourceSubscriptions")
+    uris = {u for u in uris if isinstance(u, str)} if isinstance(uris, list) else set()
+    honoured: dict[str, Any] = {key: True for key, kind in _LIST_FILTERS.items() if kind in kinds}
+    if uris:
+        honoured["resourceSubscriptions"] = sorted(uris)
+    tag = {SUBSCRIPTION_ID: rid}
+    session = conn.session
+    # basic/patterns/subscriptions "Acknowledgment": first, before any notification.
+    session.notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}, rid)
+
+    def forward(event: ChangeEvent) -> None:
+        if event.kind == "resource":
+            if event.uri in uris:
+                session.notify("notifications/resources/updated", {"_meta": tag, "uri": event.uri}, rid)
+        elif event.kind in kinds:
+            session.notify(f"notifications/{event.kind}/list_changed", {"_meta": tag}, rid)
+
+    unsubscribe = conn.server.bus.subscribe(forward)
+    ends = [asyncio.ensure_future(conn.server.stopping.wait()), asyncio.ensure_future(conn.closing.wait())]
+    try:
+        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        unsubscribe()
+        for end in ends:
+            end.cancel()
+    return t.EmptyResult(meta=dict(tag))
+
+
 async def _set_level(
     conn: ServerConnection, scope: RequestScope, params: t.SetLevelParams, rid: int | str
 ) -> Any:
@@ -327,4 +377,5 @@ _METHODS: dict[str, tuple[msgspec.json.Decoder[Any], Handler]] = {
     "prompts/get": (_decoder(t.GetPromptParams), _get_prompt),
     "completion/complete": (_decoder(t.CompleteParams), _complete),
     "logging/setLevel": (_decoder(t.SetLevelParams), _set_level),
+    "subscriptions/listen": (_decoder(t.ListenParams), _listen),
 }

@@ -90,6 +90,8 @@ class Session:
         self._room.set()
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
+        #: Called once when the session closes.
+        self.on_close: list[Callable[[], None]] = []
         # Optional synchronous fast path (see ServerConnection.answer_now).
         self._answer_now: Callable[[Request], Any] | None = getattr(dispatcher, "answer_now", None)
 
@@ -106,6 +108,9 @@ class Session:
             while True:
                 batch = await self.channel.read()
                 if batch is None:
+                    closed = getattr(self.dispatcher, "input_closed", None)
+                    if closed is not None:
+                        closed()
                     break
                 for line in batch:
                     if not self._room.is_set():
@@ -125,6 +130,9 @@ class Session:
             for task in pending:
                 task.cancel()
         self._closed = True
+        for callback in self.on_close:
+            callback()
+        self.on_close.clear()
         for fut in self._pending.values():
             if not fut.done():
                 fut.set_exception(SessionClosed("connection closed"))

@@ -20,6 +20,7 @@ __all__ = [
     "ElicitParams",
     "GetPromptParams",
     "InitializeRequestParams",
+    "ListenParams",
     "LoggingMessageParams",
     "PaginatedParams",
     "Params",
@@ -93,6 +94,12 @@ class InitializeRequestParams(Params, kw_only=True):
     protocol_version: str
     capabilities: ClientCapabilities
     client_info: Implementation
+
+
+class ListenParams(Params, kw_only=True):
+    """``subscriptions/listen`` (2026-07-28 basic/patterns/subscriptions)."""
+
+    notifications: dict[str, Any]
 
 
 class CancelledParams(Params, kw_only=True):
