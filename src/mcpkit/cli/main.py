@@ -18,7 +18,10 @@ def _run(args: argparse.Namespace) -> int:
     except (LookupError, ImportError, OSError) as exc:
         print(f"mcpkit run: {exc}", file=sys.stderr)
         return 2
-    server.run(args.transport)
+    if args.transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run(args.transport, host=args.host, port=args.port)
     return 0
 
 
@@ -28,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]")
     run.add_argument("target")
-    run.add_argument("--transport", choices=["stdio"], default="stdio")
+    run.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
+    run.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    run.add_argument("--port", type=int, default=8000)
     run.set_defaults(func=_run)
     return parser
 

@@ -108,6 +108,11 @@ class ServerLifecycle:
         self.state = LifecycleState.INITIALIZING
         return self.version
 
+    def assume(self, version: ProtocolVersion) -> None:
+        """Serve as if ``initialize`` had negotiated ``version`` (stateless legacy HTTP)."""
+        self.version = version
+        self.state = LifecycleState.READY
+
     def initialized(self) -> None:
         """Handle ``notifications/initialized``."""
         if self.state is LifecycleState.INITIALIZING:

@@ -119,10 +119,13 @@ class MCPServer:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         threaded: bool | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
 
         ``threaded`` pins where a sync function runs (see :class:`SyncRunner`).
+        ``headers`` maps parameters to HTTP header names (``{"region": "Region"}``
+        sends ``Mcp-Param-Region``; 2026-07-28 ``x-mcp-header``).
         """
         if callable(name):
             raise TypeError("use @server.tool() with parentheses")
@@ -138,6 +141,7 @@ class MCPServer:
                 structured_output=structured_output,
                 meta=meta,
                 threaded=threaded,
+                headers=headers,
             )
             return fn
 
@@ -261,9 +265,13 @@ class MCPServer:
 
     # -- running -------------------------------------------------------------
 
-    def connect(self, channel: Channel) -> Session:
-        """Attach a new connection over ``channel``; run it with ``await session.run()``."""
-        conn = ServerConnection(self)
+    def connect(self, channel: Channel, *, stateless: bool = False) -> Session:
+        """Attach a new connection over ``channel``; run it with ``await session.run()``.
+
+        ``stateless`` connections serve single requests (modern HTTP): they get no
+        change notifications of their own.
+        """
+        conn = ServerConnection(self, changes=not stateless)
         session = Session(
             channel,
             conn,
@@ -306,10 +314,39 @@ class MCPServer:
         self.stopping.set()
         runner.cancel()
 
-    def run(self, transport: Literal["stdio"] = "stdio", **options: Any) -> None:
-        """Run the server (blocking). ``transport`` defaults to stdio."""
-        if transport != "stdio":
-            raise ValueError(f"unsupported transport {transport!r} (available: 'stdio')")
+    def asgi_app(self, **settings: Any) -> Any:
+        """This server as an ASGI app (Streamable HTTP at ``path``, default ``/mcp``).
+
+        Run it with uvicorn, or mount it in Starlette/FastAPI; a mounted app gets no
+        lifespan events, so enter ``server.running()`` in the parent's lifespan.
+        Keyword arguments are :class:`~mcpkit.transports.http.HTTPSettings` fields.
+        """
+        from ..transports.http.app import HTTPSettings, StreamableHTTPApp
+
+        return StreamableHTTPApp(self, HTTPSettings(**settings))
+
+    def run(
+        self,
+        transport: Literal["stdio", "http", "streamable-http", "sse"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        **settings: Any,
+    ) -> None:
+        """Run the server (blocking): stdio by default, or HTTP on ``host:port``.
+
+        ``"http"`` serves Streamable HTTP at ``/mcp`` and the legacy HTTP+SSE
+        endpoints (``/sse``) together; ``"sse"`` is the same server, named for
+        code written for older SDKs.
+        """
         logging.basicConfig(level=logging.WARNING)
+        if transport == "stdio":
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(self.serve_stdio())
+            return
+        if transport not in ("http", "streamable-http", "sse"):
+            raise ValueError(f"unknown transport {transport!r} (stdio, http, sse)")
+        from ..transports.http.runner import serve_http
+
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(self.serve_stdio())
+            asyncio.run(serve_http(self, host=host, port=port, **settings))

@@ -50,8 +50,12 @@ def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
 class ServerConnection:
     """Dispatcher for one connection; created by the server per session."""
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: MCPServer, *, changes: bool = True) -> None:
         self.server = server
+        self._changes = changes
+        #: Set by transports that can end a request's response stream early
+        #: (legacy HTTP: the client then resumes with Last-Event-ID).
+        self.stream_closer: Callable[[int | str], None] | None = None
         self.lifecycle = ServerLifecycle(server.versions)
         self.session: Session = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
@@ -60,8 +64,8 @@ class ServerConnection:
 
     def attach(self, session: Session) -> None:
         self.session = session
-        unsubscribe = self.server.bus.subscribe(self._on_change)
-        session.on_close.append(unsubscribe)
+        if self._changes:
+            session.on_close.append(self.server.bus.subscribe(self._on_change))
 
     def input_closed(self) -> None:
         self.closing.set()

@@ -122,6 +122,16 @@ class Context:
     async def error(self, message: Any, *, logger: str | None = None) -> None:
         await self.log("error", message, logger=logger)
 
+    def close_sse_stream(self) -> None:
+        """End this request's SSE response now; the handler goes on.
+
+        Legacy HTTP only (2025-11-25 "SSE polling"): the client reconnects with
+        ``Last-Event-ID`` and receives the rest, result included. Elsewhere a no-op.
+        """
+        closer = self._conn.stream_closer
+        if closer is not None:
+            closer(self.request_id)
+
     # -- reaching back -------------------------------------------------------
 
     async def read_resource(self, uri: str) -> list[t.ResourceContents]:

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from ..protocol import http
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
@@ -26,6 +27,8 @@ class RegisteredTool:
     signature: FunctionSignature
     definition: t.Tool
     runner: SyncRunner | None = None
+    #: ``x-mcp-header`` name (lower-case) -> argument path, for Mcp-Param-* checks.
+    header_params: dict[str, tuple[str, ...]] | None = None
 
     @property
     def runs_inline(self) -> bool:
@@ -70,13 +73,15 @@ class RegisteredTool:
         if isinstance(value, t.CallToolResult):
             return value
         if self.signature.output_schema is None:
-            return t.CallToolResult(content=to_content(value))
+            return t.CallToolResult(content=to_content(value), is_error=False)
         structured = self.signature.structured(value)
         # server/tools "Structured Content": also send the JSON as text for older
         # clients; a wrapped scalar reads as itself ("5", not {"result": 5}).
         shown = structured["result"] if self.signature.wraps_output else structured
         text = shown if isinstance(shown, str) else json_text(shown)
-        return t.CallToolResult(content=[t.TextContent(text=text)], structured_content=structured)
+        return t.CallToolResult(
+            content=[t.TextContent(text=text)], structured_content=structured, is_error=False
+        )
 
 
 def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:
@@ -109,8 +114,13 @@ class ToolRegistry:
         structured_output: bool | None = None,
         meta: dict[str, Any] | None = None,
         threaded: bool | None = None,
+        headers: dict[str, str] | None = None,
     ) -> RegisteredTool:
         sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
+        input_schema = _with_headers(sig.input_schema, headers or {})
+        problem = http.invalid_x_mcp_headers(input_schema)
+        if problem is not None:
+            raise ValueError(f"tool {name or fn.__name__!r}: {problem}")
         summary, _ = split_docstring(fn)
         tool_name = name or fn.__name__
         if isinstance(annotations, dict):
@@ -118,7 +128,7 @@ class ToolRegistry:
             annotations = msgspec.convert({_camel(k): v for k, v in annotations.items()}, t.ToolAnnotations)
         definition = t.Tool(
             name=tool_name,
-            input_schema=sig.input_schema,
+            input_schema=input_schema,
             title=_set(title),
             description=_set(description if description is not None else summary),
             output_schema=_set(sig.output_schema),
@@ -126,7 +136,13 @@ class ToolRegistry:
             icons=_set(icons),
             meta=_set(meta),
         )
-        tool = RegisteredTool(fn, sig, definition, None if sig.is_async else SyncRunner(fn, threaded))
+        tool = RegisteredTool(
+            fn,
+            sig,
+            definition,
+            None if sig.is_async else SyncRunner(fn, threaded),
+            http.header_params(input_schema) or None,
+        )
         self.tools[tool_name] = tool
         self._changed()
         return tool
@@ -145,6 +161,18 @@ class ToolRegistry:
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
         return tool
+
+
+def _with_headers(schema: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """Mark parameters to be mirrored as ``Mcp-Param-{Name}`` headers (2026-07-28 x-mcp-header)."""
+    if not headers:
+        return schema
+    props = dict(schema.get("properties", {}))
+    for param, header in headers.items():
+        if param not in props:
+            raise ValueError(f"headers: no parameter named {param!r}")
+        props[param] = {**props[param], "x-mcp-header": header}
+    return {**schema, "properties": props}
 
 
 def _camel(name: str) -> str:

@@ -163,7 +163,12 @@ class Session:
             return
         if isinstance(message, list):
             self._spawn(self._run_batch(message))
-        elif isinstance(message, Request):
+        else:
+            self.feed_message(message)
+
+    def feed_message(self, message: jsonrpc.Message) -> None:
+        """Process one already-decoded message now."""
+        if isinstance(message, Request):
             if self._answer_now is not None and message.id not in self._in_flight:
                 result = self._answer_now(message)
                 if result is not None:
@@ -174,6 +179,9 @@ class Session:
             self._on_notification(message)
         else:
             self._on_response(message)
+
+    def in_flight(self, request_id: int | str) -> bool:
+        return request_id in self._in_flight
 
     def _start_request(self, request: Request) -> None:
         rid = request.id

@@ -23,6 +23,7 @@ __all__ = ["ProcessChannel", "StdioChannel", "open_process_channel", "open_stdio
 
 # Pause reading when this many parsed lines wait for the session.
 _READ_HIGH_WATER = 4096
+_READ_SIZE = 64 * 1024
 
 
 class _LineReader:
@@ -179,10 +180,37 @@ async def open_stdio_channel(
         read_transport, _ = await loop.connect_read_pipe(
             lambda: _ReadProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
         )
+        # asyncio reads 256 KiB at a time; a fresh buffer that size per message
+        # costs an mmap/munmap pair, while 64 KiB stays on the heap.
+        read_transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
     out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=protect_stdout)
     write_protocol = _WriteProtocol()
-    transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
+    transport: asyncio.WriteTransport
+    if stat.S_ISREG(os.fstat(out_fd).st_mode):
+        # stdout redirected to a file: writes to files never block, write directly.
+        transport = _FileWriteTransport(out_file)
+    else:
+        transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
     return StdioChannel(reader, transport, write_protocol, read_transport)
+
+
+class _FileWriteTransport(asyncio.WriteTransport):
+    """Blocking writes to a regular file (the event loop cannot watch files)."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__()
+        self._file = file
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._file.write(data)
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+        self._file.close()
 
 
 class _ProcessProtocol(asyncio.SubprocessProtocol):

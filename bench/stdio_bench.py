@@ -1,0 +1,699 @@
+"""Benchmark of stdio ``tools/call`` round trips: mcpkit vs the official SDK vs a hand-written floor.
+
+Method (docs: /work/shared/docs/performance-anchors.md, sections 1-2 and 4):
+
+* Three servers, each serving one tool ``echo(text: str) -> str`` (``bench/servers/``).
+* One neutral raw client (this file) spawns each server over asyncio subprocess pipes and writes
+  newline-delimited JSON-RPC by hand with orjson: ``initialize`` (protocol 2025-11-25) +
+  ``notifications/initialized`` + one ``tools/list``; 50 untimed warm-up calls; N sequential
+  ``tools/call`` round trips (timed); N pipelined requests (all written, then all responses read; timed).
+  Every response is checked (id and echoed text); a wrong answer fails the run.
+* Cold start: spawn -> ``initialize`` response. Server CPU per call from ``/proc/PID/stat``
+  (utime+stime) over each timed phase. Idle memory (VmRSS/VmHWM from ``/proc/PID/status``) after
+  ``initialize`` + ``tools/list`` + 0.2 s, and VmHWM at the end.
+* Every repetition runs every server once, in shuffled order; every figure is a median over repetitions.
+
+Usage::
+
+    python bench/stdio_bench.py                 # full: N=2000, 5 reps, writes bench/RESULTS.md
+    python bench/stdio_bench.py --reps 3 --n 1000
+    python bench/stdio_bench.py --smoke         # quick check: N=100, 1 rep, no RESULTS.md
+
+The exit status is non-zero if any server fails to answer correctly (or at all, within the timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import random
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+SERVERS_DIR = BENCH_DIR / "servers"
+RESULTS_PATH = BENCH_DIR / "RESULTS.md"
+
+PROTOCOL_VERSION = "2025-11-25"
+TOOL_NAME = "echo"
+TEXT = "hello, world"
+WARMUP_CALLS = 50
+IDLE_SETTLE_S = 0.2
+CLOSE_TIMEOUT_S = 5.0  # grace period for a clean exit after stdin EOF
+FAILED_CLOSE_TIMEOUT_S = 0.5  # the same after a failure, before the kill
+READ_LIMIT = 16 * 1024 * 1024
+# asyncio reads a pipe 256 KiB at a time. glibc serves a buffer that large with mmap, so every read
+# also pays mmap + mremap + munmap and a page fault (~15 µs per read measured on the 2-vCPU dev VM, against
+# ~1.4 µs for 64 KiB). The client reads 64 KiB at a time so that its own overhead stays small next to
+# the floor; ``--client-read-kib 256`` restores asyncio's default (the anchors' raw client).
+DEFAULT_CLIENT_READ_KIB = 64
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+class BenchFailure(Exception):
+    """A server did not answer correctly (wrong answer, error response, EOF, crash or timeout)."""
+
+
+# --------------------------------------------------------------------------------------------- servers
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    name: str
+    script: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        return [sys.executable, str(self.script)]
+
+
+def mcpkit_env() -> tuple[dict[str, str], str]:
+    """Environment for the mcpkit server, and a note on where mcpkit is imported from."""
+    if importlib.util.find_spec("mcpkit") is not None:
+        return {}, "installed in the venv"
+    src = str(ROOT / "src")
+    existing = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": src if not existing else f"{src}{os.pathsep}{existing}"}, f"PYTHONPATH={src}"
+
+
+def server_specs() -> tuple[list[ServerSpec], str]:
+    env, note = mcpkit_env()
+    specs = [
+        ServerSpec("mcpkit", SERVERS_DIR / "mcpkit_echo.py", env),
+        ServerSpec("official", SERVERS_DIR / "official_echo.py"),
+        ServerSpec("floor", SERVERS_DIR / "floor_echo.py"),
+    ]
+    return specs, note
+
+
+# ---------------------------------------------------------------------------------------------- /proc
+
+
+def proc_cpu_ticks(pid: int) -> int:
+    """utime + stime of the whole process (all threads), in clock ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return int(fields[11]) + int(fields[12])
+
+
+def proc_status_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM in KiB."""
+    out: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+# --------------------------------------------------------------------------------------------- client
+
+
+def call_bytes(request_id: int) -> bytes:
+    return (
+        orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": TOOL_NAME, "arguments": {"text": TEXT}},
+            }
+        )
+        + b"\n"
+    )
+
+
+def check_call_result(msg: dict[str, Any]) -> None:
+    result = msg.get("result")
+    if not isinstance(result, dict):
+        raise BenchFailure(f"tools/call id={msg.get('id')}: no result: {short(msg)}")
+    content = result.get("content")
+    if (
+        not isinstance(content, list)
+        or len(content) != 1
+        or not isinstance(content[0], dict)
+        or content[0].get("type") != "text"
+        or content[0].get("text") != TEXT
+        or result.get("isError", False) is not False
+    ):
+        raise BenchFailure(f"tools/call id={msg.get('id')}: wrong result: {short(msg)}")
+
+
+def short(obj: object, limit: int = 400) -> str:
+    text = obj.decode(errors="replace") if isinstance(obj, bytes) else repr(obj)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def set_read_size(proc: asyncio.subprocess.Process, size: int) -> None:
+    """Make the event loop read the child's stdout ``size`` bytes at a time (see DEFAULT_CLIENT_READ_KIB)."""
+    transport = getattr(proc, "_transport", None)  # asyncio keeps the SubprocessTransport here
+    pipe = transport.get_pipe_transport(1) if isinstance(transport, asyncio.SubprocessTransport) else None
+    if pipe is None or not hasattr(pipe, "max_size"):
+        raise RuntimeError("cannot set the pipe read size on this asyncio version")
+    pipe.max_size = size
+
+
+class RawClient:
+    """Newline-delimited JSON-RPC over the child's stdin/stdout, written and read by hand."""
+
+    def __init__(self, spec: ServerSpec, stderr_file: IO[bytes], read_size: int) -> None:
+        self.spec = spec
+        self.read_size = read_size
+        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr_file = stderr_file  # the server's stderr goes here, so it can never block on a pipe
+        self.notifications = 0
+        self.next_id = 1
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def spawn(self) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.spec.argv(),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=self.stderr_file,
+            env={**os.environ, **self.spec.env},
+            limit=READ_LIMIT,
+        )
+        set_read_size(self.proc, self.read_size)
+
+    def write(self, data: bytes) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.write(data)
+
+    async def read_message(self) -> dict[str, Any]:
+        """Next response from the server; notifications are counted and skipped."""
+        assert self.proc is not None and self.proc.stdout is not None
+        while True:
+            line = await self.proc.stdout.readline()
+            if not line:
+                raise BenchFailure("server closed stdout (EOF)")
+            try:
+                msg = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise BenchFailure(f"invalid JSON from server: {short(line)}") from exc
+            if not isinstance(msg, dict):
+                raise BenchFailure(f"non-object message from server: {short(line)}")
+            if "method" in msg:
+                if "id" in msg:
+                    raise BenchFailure(f"unexpected server->client request: {short(msg)}")
+                self.notifications += 1
+                continue
+            if "error" in msg:
+                raise BenchFailure(f"error response: {short(msg)}")
+            return msg
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        request_id = self.next_id
+        self.next_id += 1
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            body["params"] = params
+        self.write(orjson.dumps(body) + b"\n")
+        msg = await self.read_message()
+        if msg.get("id") != request_id:
+            raise BenchFailure(f"{method}: expected id {request_id}, got {short(msg)}")
+        result = msg.get("result")
+        if not isinstance(result, dict):
+            raise BenchFailure(f"{method}: no result object: {short(msg)}")
+        return result
+
+    async def initialize(self) -> dict[str, Any]:
+        result = await self.request(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "mcpkit-stdio-bench", "version": "0"},
+            },
+        )
+        if result.get("protocolVersion") != PROTOCOL_VERSION:
+            raise BenchFailure(f"initialize: unexpected protocolVersion: {short(result)}")
+        return result
+
+    def notify_initialized(self) -> None:
+        self.write(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + b"\n")
+
+    async def list_tools(self) -> None:
+        result = await self.request("tools/list")
+        tools = result.get("tools")
+        names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else None
+        if names != [TOOL_NAME]:
+            raise BenchFailure(f"tools/list: expected exactly the echo tool: {short(result)}")
+
+    async def sequential(self, n: int) -> None:
+        """n round trips, one at a time; each response checked for id and text."""
+        assert self.proc is not None and self.proc.stdin is not None
+        write = self.proc.stdin.write
+        read = self.read_message
+        first = self.next_id
+        for request_id in range(first, first + n):
+            write(call_bytes(request_id))
+            msg = await read()
+            if msg.get("id") != request_id:
+                raise BenchFailure(f"tools/call: expected id {request_id}, got {short(msg)}")
+            check_call_result(msg)
+        self.next_id = first + n
+
+    async def pipelined(self, n: int) -> None:
+        """Write n requests without waiting, then read n responses (any order, each id exactly once)."""
+        first = self.next_id
+        expected = range(first, first + n)
+        self.write(b"".join(call_bytes(i) for i in expected))
+        # No drain() before reading: the loop flushes the write buffer while we read, and waiting
+        # for the flush first could deadlock once the server blocks on a full stdout pipe.
+        seen: set[int] = set()
+        for _ in expected:
+            msg = await self.read_message()
+            request_id = msg.get("id")
+            if not isinstance(request_id, int) or request_id not in expected or request_id in seen:
+                raise BenchFailure(f"pipelined tools/call: unexpected or duplicate id: {short(msg)}")
+            seen.add(request_id)
+            check_call_result(msg)
+        self.next_id = first + n
+
+    async def close(self, grace_s: float = CLOSE_TIMEOUT_S) -> int | None:
+        """Close stdin, wait for a clean exit, kill on timeout. Returns the exit code (None if killed)."""
+        proc = self.proc
+        if proc is None:
+            return None
+        rc: int | None = None
+        try:
+            if proc.stdin is not None and not proc.stdin.is_closing():
+                proc.stdin.close()
+            async with asyncio.timeout(grace_s):
+                rc = await proc.wait()
+        except (TimeoutError, OSError):
+            rc = None
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                await proc.wait()
+        return rc
+
+    def stderr_text(self) -> str:
+        self.stderr_file.seek(0)
+        return self.stderr_file.read().decode(errors="replace")
+
+    def stderr_tail(self, lines: int = 12) -> str:
+        text = self.stderr_text().strip()
+        if not text:
+            return ""
+        tail = "\n".join(text.splitlines()[-lines:])
+        return f"\n--- server stderr (tail) ---\n{tail}"
+
+
+# ----------------------------------------------------------------------------------------------- runs
+
+
+@dataclass
+class RunResult:
+    cold_ms: float
+    seq_s: float
+    pipe_s: float
+    cpu_seq_us: float
+    cpu_pipe_us: float
+    rss_idle_kib: int
+    hwm_idle_kib: int
+    hwm_end_kib: int
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class Settings:
+    n: int  # calls per timed phase
+    reps: int
+    timeout_s: float  # per phase
+    handshake_timeout_s: float  # spawn -> initialize -> tools/list
+    client_read_size: int
+    seed: int
+
+
+async def run_one(spec: ServerSpec, cfg: Settings) -> RunResult:
+    with tempfile.TemporaryFile() as stderr_file:
+        client = RawClient(spec, stderr_file, cfg.client_read_size)
+        try:
+            return await measure(client, cfg)
+        except BenchFailure as exc:
+            rc = await client.close(FAILED_CLOSE_TIMEOUT_S)
+            status = f" (exit status {rc})" if rc is not None else ""
+            raise BenchFailure(f"{exc}{status}{client.stderr_tail()}") from exc
+        finally:
+            await client.close()
+
+
+async def measure(client: RawClient, cfg: Settings) -> RunResult:
+    n = cfg.n
+    phase = "handshake"
+    try:
+        async with asyncio.timeout(cfg.handshake_timeout_s):
+            t0 = time.perf_counter_ns()
+            await client.spawn()
+            await client.initialize()
+            cold_ms = (time.perf_counter_ns() - t0) / 1e6
+            client.notify_initialized()
+            await client.list_tools()
+        await asyncio.sleep(IDLE_SETTLE_S)
+        idle = proc_status_kib(client.pid)
+
+        phase = "warm-up"
+        async with asyncio.timeout(cfg.timeout_s):
+            await client.sequential(WARMUP_CALLS)
+
+        phase = "sequential"
+        async with asyncio.timeout(cfg.timeout_s):
+            cpu0 = proc_cpu_ticks(client.pid)
+            t0 = time.perf_counter_ns()
+            await client.sequential(n)
+            seq_s = (time.perf_counter_ns() - t0) / 1e9
+            cpu1 = proc_cpu_ticks(client.pid)
+
+        phase = "pipelined"
+        async with asyncio.timeout(cfg.timeout_s):
+            t0 = time.perf_counter_ns()
+            await client.pipelined(n)
+            pipe_s = (time.perf_counter_ns() - t0) / 1e9
+            cpu2 = proc_cpu_ticks(client.pid)
+        end = proc_status_kib(client.pid)
+    except TimeoutError as exc:
+        raise BenchFailure(f"{phase}: timed out waiting for the server") from exc
+    except OSError as exc:
+        raise BenchFailure(f"{phase}: I/O error talking to the server: {exc}") from exc
+    except BenchFailure as exc:
+        raise BenchFailure(f"{phase}: {exc}") from exc
+
+    notes: list[str] = []
+    rc = await client.close()
+    if rc != 0:
+        notes.append(f"exit status after stdin EOF: {rc if rc is not None else 'killed after timeout'}")
+    if client.notifications:
+        notes.append(f"{client.notifications} notifications received")
+    stderr = client.stderr_text().strip()
+    if stderr:
+        first = stderr.splitlines()[0]
+        notes.append(f"stderr: {len(stderr)} chars, first line: {first[:160]!r}")
+    tick_us = 1e6 / CLK_TCK
+    return RunResult(
+        cold_ms=cold_ms,
+        seq_s=seq_s,
+        pipe_s=pipe_s,
+        cpu_seq_us=(cpu1 - cpu0) * tick_us / n,
+        cpu_pipe_us=(cpu2 - cpu1) * tick_us / n,
+        rss_idle_kib=idle["VmRSS"],
+        hwm_idle_kib=idle["VmHWM"],
+        hwm_end_kib=end["VmHWM"],
+        notes=notes,
+    )
+
+
+@dataclass
+class ServerStats:
+    runs: list[RunResult] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def median(self, get: Callable[[RunResult], float]) -> float:
+        return statistics.median(get(r) for r in self.runs)
+
+
+async def bench(specs: Sequence[ServerSpec], cfg: Settings) -> dict[str, ServerStats]:
+    stats = {spec.name: ServerStats() for spec in specs}
+    rng = random.Random(cfg.seed)
+    for rep in range(1, cfg.reps + 1):
+        order = list(specs)
+        rng.shuffle(order)
+        print(f"rep {rep}/{cfg.reps}: {' -> '.join(s.name for s in order)}", file=sys.stderr, flush=True)
+        for spec in order:
+            try:
+                result = await run_one(spec, cfg)
+            except BenchFailure as exc:
+                stats[spec.name].failures.append(f"rep {rep}: {exc}")
+                print(f"  {spec.name}: FAILED: {exc}", file=sys.stderr, flush=True)
+                continue
+            stats[spec.name].runs.append(result)
+            print(
+                f"  {spec.name:9} cold {result.cold_ms:7.1f} ms  seq {cfg.n / result.seq_s:9,.0f}/s  "
+                f"pipe {cfg.n / result.pipe_s:9,.0f}/s  cpu {result.cpu_seq_us:6.1f} us/call  "
+                f"idle rss {result.rss_idle_kib / 1024:5.1f} MiB",
+                file=sys.stderr,
+                flush=True,
+            )
+    return stats
+
+
+# -------------------------------------------------------------------------------------------- report
+
+# Reference numbers from performance-anchors.md (raw client, 2 vCPU AMD EPYC, median of 7, N=2000).
+ANCHORS = {
+    "floor": {"seq": 31_185, "pipe": 592_947, "cold": 24.0, "cpu": 5, "rss": 12.1},
+    "official": {"seq": 1_840, "pipe": 1_777, "cold": 436.5, "cpu": 525, "rss": 67.9},
+}
+# Candidate mcpkit targets from the same document ("Takeaways for targets").
+TARGETS = {"seq_us": 100.0, "pipe": 50_000.0, "cpu": 50.0, "cold": 100.0, "rss": 30.0}
+
+
+def fmt(value: float, digits: int = 0) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def ratio(num: float, den: float) -> str:
+    return f"{num / den:.2f}x" if den > 0 else "n/a"
+
+
+def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: list[str]) -> str:
+    names = [name for name in ("mcpkit", "official", "floor") if stats[name].runs]
+    lines: list[str] = []
+    add = lines.append
+    add("# stdio `tools/call` benchmark: mcpkit vs official SDK vs floor")
+    add("")
+    for item in machine:
+        add(f"- {item}")
+    add("")
+    add(
+        f"Raw orjson client, newline-delimited JSON-RPC over pipes; N={n:,} calls per phase after "
+        f"{WARMUP_CALLS} warm-up calls; servers interleaved in shuffled order; medians over the "
+        "successful repetitions (column `runs`)."
+    )
+    add("")
+    add(
+        "| server | runs | seq calls/s | seq mean µs | seq min-max calls/s | pipelined req/s | "
+        "cold start ms | CPU µs/call seq | CPU µs/call pipe | idle RSS MiB | idle HWM MiB | end HWM MiB |"
+    )
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in names:
+        s = stats[name]
+        seq_rates = [n / r.seq_s for r in s.runs]
+        add(
+            f"| **{name}** | {len(s.runs)}/{reps} | {fmt(statistics.median(seq_rates))} "
+            f"| {fmt(s.median(lambda r: r.seq_s) / n * 1e6, 1)} "
+            f"| {fmt(min(seq_rates))}-{fmt(max(seq_rates))} "
+            f"| {fmt(statistics.median(n / r.pipe_s for r in s.runs))} "
+            f"| {fmt(s.median(lambda r: r.cold_ms), 1)} "
+            f"| {fmt(s.median(lambda r: r.cpu_seq_us), 1)} | {fmt(s.median(lambda r: r.cpu_pipe_us), 1)} "
+            f"| {fmt(s.median(lambda r: r.rss_idle_kib) / 1024, 1)} "
+            f"| {fmt(s.median(lambda r: r.hwm_idle_kib) / 1024, 1)} "
+            f"| {fmt(s.median(lambda r: r.hwm_end_kib) / 1024, 1)} |"
+        )
+    add("")
+    add(
+        f"CPU is utime+stime of the server process from `/proc/PID/stat` (tick = {1e3 / CLK_TCK:g} ms, "
+        f"so values below ~{1e6 / CLK_TCK / n * 2:.0f} µs/call are only approximate). "
+        "Idle = after `initialize` + `tools/list` + 0.2 s; end HWM = after the pipelined phase."
+    )
+    add("")
+
+    if {"mcpkit", "official", "floor"} <= set(names):
+        add("## Ratios")
+        add("")
+        add(
+            "`mcpkit/official` and `floor/mcpkit` are plain quotients of the medians. For throughput, "
+            "`mcpkit/official` > 1 means mcpkit is faster; for times and memory, < 1 means mcpkit is "
+            "cheaper. `floor/mcpkit` for throughput is how many times the floor's rate is mcpkit's. "
+            "Load from other processes only ever slows a run down, so on a busy machine the best "
+            "repetition is a useful second estimate next to the median."
+        )
+        add("")
+        add("| metric | mcpkit | official | floor | mcpkit/official | floor/mcpkit |")
+        add("|---|---|---|---|---|---|")
+        med = {name: stats[name] for name in names}
+        metrics: list[tuple[str, Callable[[ServerStats], float], int]] = [
+            ("seq calls/s", lambda s: statistics.median(n / r.seq_s for r in s.runs), 0),
+            ("seq mean µs/call", lambda s: s.median(lambda r: r.seq_s) / n * 1e6, 1),
+            ("seq calls/s, best rep", lambda s: max(n / r.seq_s for r in s.runs), 0),
+            ("pipelined req/s", lambda s: statistics.median(n / r.pipe_s for r in s.runs), 0),
+            ("cold start ms", lambda s: s.median(lambda r: r.cold_ms), 1),
+            ("CPU µs/call (seq)", lambda s: s.median(lambda r: r.cpu_seq_us), 1),
+            ("idle RSS MiB", lambda s: s.median(lambda r: r.rss_idle_kib) / 1024, 1),
+        ]
+        for label, get, digits in metrics:
+            m, o, f = get(med["mcpkit"]), get(med["official"]), get(med["floor"])
+            cells = [fmt(m, digits), fmt(o, digits), fmt(f, digits), ratio(m, o), ratio(f, m)]
+            add(f"| {label} | {' | '.join(cells)} |")
+        add("")
+
+    if "mcpkit" in names:
+        s = stats["mcpkit"]
+        checks = [
+            ("seq round trip µs ≤ 100", s.median(lambda r: r.seq_s) / n * 1e6, TARGETS["seq_us"], True),
+            (
+                "pipelined req/s ≥ 50,000",
+                statistics.median(n / r.pipe_s for r in s.runs),
+                TARGETS["pipe"],
+                False,
+            ),
+            ("server CPU µs/call ≤ 50", s.median(lambda r: r.cpu_seq_us), TARGETS["cpu"], True),
+            ("cold start ms ≤ 100", s.median(lambda r: r.cold_ms), TARGETS["cold"], True),
+            ("idle RSS MiB ≤ 30", s.median(lambda r: r.rss_idle_kib) / 1024, TARGETS["rss"], True),
+        ]
+        add("## mcpkit vs the candidate targets (performance-anchors.md, Takeaways)")
+        add("")
+        add("| target | mcpkit | met |")
+        add("|---|---|---|")
+        for label, value, target, lower_is_better in checks:
+            met = value <= target if lower_is_better else value >= target
+            add(f"| {label} | {fmt(value, 1)} | {'yes' if met else 'no'} |")
+        add("")
+
+    add("## Reference: anchor numbers (performance-anchors.md, raw client, N=2000, median of 7)")
+    add("")
+    add("| server | seq calls/s | pipelined req/s | cold start ms | CPU µs/call seq | idle RSS MiB |")
+    add("|---|---|---|---|---|---|")
+    for name, a in ANCHORS.items():
+        label = "floor-py" if name == "floor" else "mcp-sdk 2.3.0"
+        add(f"| {label} | {a['seq']:,} | {a['pipe']:,} | {a['cold']} | {a['cpu']} | {a['rss']} |")
+    add("")
+
+    notes = [(name, r.notes) for name in names for r in stats[name].runs if r.notes]
+    failures = [(name, f) for name in ("mcpkit", "official", "floor") for f in stats[name].failures]
+    if notes or failures:
+        add("## Failures and notes")
+        add("")
+        for name, failure in failures:
+            add(f"- **{name} FAILED** {failure.splitlines()[0]}")
+        seen: set[tuple[str, str]] = set()
+        for name, run_notes in notes:
+            for note in run_notes:
+                if (name, note) not in seen:
+                    seen.add((name, note))
+                    add(f"- {name}: {note}")
+        add("")
+    return "\n".join(lines)
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or "unknown"
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def machine_info(mcpkit_note: str) -> list[str]:
+    versions = ", ".join(f"{pkg} {package_version(pkg)}" for pkg in ("mcp", "msgspec", "orjson", "mcpkit"))
+    return [
+        f"date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
+        f"machine: nproc {os.cpu_count()}, CPU {cpu_model()}, {platform.system()} {platform.release()}",
+        f"python: {platform.python_version()} ({sys.executable})",
+        f"packages: {versions}; mcpkit imported from: {mcpkit_note}",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--smoke", action="store_true", help="quick check: N=100, 1 rep, no RESULTS.md")
+    parser.add_argument("--n", type=int, default=None, help="calls per timed phase (default 2000; smoke 100)")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions (default 5; smoke 1)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per phase (10 + 10 ms * N)")
+    parser.add_argument(
+        "--handshake-timeout", type=float, default=None, help="seconds for spawn+initialize (20; smoke 10)"
+    )
+    parser.add_argument(
+        "--client-read-kib",
+        type=int,
+        default=DEFAULT_CLIENT_READ_KIB,
+        help=f"client pipe read size (default {DEFAULT_CLIENT_READ_KIB}; 256 = asyncio's default)",
+    )
+    parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
+    parser.add_argument(
+        "--only", action="append", choices=("mcpkit", "official", "floor"), help="run only these servers"
+    )
+    args = parser.parse_args(argv)
+    n = args.n if args.n is not None else (100 if args.smoke else 2000)
+    reps = args.reps if args.reps is not None else (1 if args.smoke else 5)
+    if n < 1 or reps < 1 or args.client_read_kib < 1:
+        parser.error("--n, --reps and --client-read-kib must be >= 1")
+    cfg = Settings(
+        n=n,
+        reps=reps,
+        timeout_s=args.timeout if args.timeout is not None else 10.0 + 0.01 * n,
+        handshake_timeout_s=(
+            args.handshake_timeout if args.handshake_timeout is not None else (10.0 if args.smoke else 20.0)
+        ),
+        client_read_size=args.client_read_kib * 1024,
+        seed=args.seed if args.seed is not None else random.randrange(2**32),
+    )
+    return args, cfg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, cfg = parse_args(argv)
+    specs, mcpkit_note = server_specs()
+    if args.only:
+        specs = [s for s in specs if s.name in args.only]
+    load_before = load_average()
+    stats = asyncio.run(bench(specs, cfg))
+    stats = {name: stats.get(name, ServerStats()) for name in ("mcpkit", "official", "floor")}
+    machine = [
+        *machine_info(mcpkit_note),
+        f"N={cfg.n}, reps={cfg.reps}, client pipe read size {cfg.client_read_size // 1024} KiB, "
+        f"shuffle seed {cfg.seed}",
+        f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
+    ]
+    report = render_report(stats, cfg.n, cfg.reps, machine)
+    print(report)
+    if any(s.failures for s in stats.values()):
+        print("\nFAILED: a server did not answer correctly; RESULTS.md not written.", file=sys.stderr)
+        return 1
+    if not args.smoke and not args.only:
+        RESULTS_PATH.write_text(report + "\n")
+        print(f"\nwrote {RESULTS_PATH}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Legacy (2025-03-26 … 2025-11-25) Streamable HTTP sessions.
+
+A :class:`HTTPSession` is one client's connection: a server dispatcher and
+session engine whose channel routes every outbound message to the stream of
+the request it belongs to, or to the standalone GET stream.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
+
+from ...protocol.framing import Oversized
+from .streams import ResponseStream
+
+if TYPE_CHECKING:
+    from ...server.app import MCPServer
+    from ...server.connection import ServerConnection
+    from ...session.engine import Session
+
+__all__ = ["HTTPSession", "InMemorySessionStore", "SessionStore", "new_session_id"]
+
+
+def new_session_id() -> str:
+    """128 random bits, URL-safe: visible ASCII only, as the spec requires."""
+    return secrets.token_urlsafe(24)
+
+
+class RoutingChannel:
+    """A session's outbound side: each message to its request's stream.
+
+    Messages related to no open request stream (list changes, late
+    notifications) go to the GET stream, which keeps a bounded backlog while no
+    GET is connected.
+    """
+
+    def __init__(self, owner: HTTPSession) -> None:
+        self.owner = owner
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        return None  # HTTP feeds the session directly
+
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+        if self.owner.single_stream:
+            self.owner.standalone.push(data)
+            return
+        streams = self.owner.request_streams
+        stream = streams.get(related) if related is not None else None
+        if stream is not None:
+            stream.push(data, final)
+            if final:
+                del streams[related]  # type: ignore[arg-type]
+            return
+        if final:
+            return  # an answer whose POST stream is gone (e.g. JSON response already sent)
+        self.owner.standalone.push(data)
+
+    async def drain(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self.owner.standalone.close()
+
+
+class HTTPSession:
+    """One legacy client session."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        session_id: str,
+        stream_limit: int,
+        history: int,
+        principal: str | None = None,
+    ) -> None:
+        self.id = session_id
+        self.principal = principal
+        self.created = self.last_seen = time.monotonic()
+        self.stream_limit = stream_limit
+        self.history = history
+        #: POST streams by the JSON-RPC id of the request they answer.
+        self.request_streams: dict[int | str, ResponseStream] = {}
+        #: Every resumable stream by id, for Last-Event-ID.
+        self.streams: dict[str, ResponseStream] = {}
+        self._counter = 0
+        self.standalone = self.open_stream(None)
+        self.standalone.closed = True  # nobody reads until a GET arrives; keep history only
+        self.get_connected = False
+        #: Legacy HTTP+SSE (2024-11-05): every message goes to the one GET stream.
+        self.single_stream = False
+        self.channel = RoutingChannel(self)
+        self.engine: Session = server.connect(self.channel)
+        self.conn: ServerConnection = self.engine.dispatcher  # type: ignore[assignment]
+        self.conn.stream_closer = self.close_request_stream
+
+    def open_stream(self, request_id: int | str | None) -> ResponseStream:
+        self._counter += 1
+        stream = ResponseStream(f"{self.id[:8]}{self._counter}", request_id, self.stream_limit, self.history)
+        self.streams[stream.stream_id] = stream
+        if request_id is not None:
+            self.request_streams[request_id] = stream
+        return stream
+
+    def forget_stream(self, stream: ResponseStream) -> None:
+        self.streams.pop(stream.stream_id, None)
+        if stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
+            del self.request_streams[stream.request_id]
+
+    def close_request_stream(self, request_id: int | str) -> None:
+        """End the live response for a request; the client resumes with Last-Event-ID."""
+        stream = self.request_streams.get(request_id)
+        if stream is not None:
+            stream.close()
+
+    def find_stream(self, event_id: str) -> tuple[ResponseStream, int] | None:
+        stream_id, _, seq = event_id.rpartition("_")
+        stream = self.streams.get(stream_id)
+        if stream is None or not seq.isdigit():
+            return None
+        return stream, int(seq)
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+    async def close(self) -> None:
+        for stream in list(self.streams.values()):
+            stream.close()
+        self.streams.clear()
+        self.request_streams.clear()
+        await self.engine.shutdown(grace=0)
+
+
+class SessionStore(Protocol):
+    """Where live sessions are kept; a shared store lets any worker find any session."""
+
+    def get(self, session_id: str) -> HTTPSession | None: ...
+
+    def add(self, session: HTTPSession) -> None: ...
+
+    def remove(self, session_id: str) -> HTTPSession | None: ...
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[HTTPSession]: ...
+
+
+class InMemorySessionStore:
+    def __init__(self) -> None:
+        self._sessions: dict[str, HTTPSession] = {}
+
+    def get(self, session_id: str) -> HTTPSession | None:
+        return self._sessions.get(session_id)
+
+    def add(self, session: HTTPSession) -> None:
+        self._sessions[session.id] = session
+
+    def remove(self, session_id: str) -> HTTPSession | None:
+        return self._sessions.pop(session_id, None)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __iter__(self) -> Iterator[HTTPSession]:
+        return iter(list(self._sessions.values()))

@@ -1,0 +1,209 @@
+"""Per-response message streams and their SSE encoding.
+
+A :class:`ResponseStream` collects the messages that belong to one HTTP
+response: a POST's answer (with the notifications and server requests made
+while handling it) or a legacy GET stream. It is bounded: a reader that falls
+``limit`` messages behind is cut off instead of growing the queue. Legacy
+streams keep a bounded history so a client can resume with ``Last-Event-ID``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .asgi import Receive, Send
+
+__all__ = ["ResponseStream", "StreamItem", "pump_sse", "sse_event"]
+
+SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    # 2026-07-28 streamable-http: proxies must not buffer the stream.
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class StreamItem(NamedTuple):
+    seq: int
+    data: bytes
+    final: bool
+
+
+def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
+    """One SSE event carrying a JSON-RPC message (compact JSON has no newlines)."""
+    head = b""
+    if event_id is not None:
+        head += b"id: " + event_id.encode() + b"\n"
+    if retry_ms is not None:
+        head += b"retry: " + str(retry_ms).encode() + b"\n"
+    return head + b"event: message\ndata: " + data + b"\n\n"
+
+
+class ResponseStream:
+    """Messages waiting for one HTTP response."""
+
+    __slots__ = (
+        "closed",
+        "finished",
+        "history",
+        "limit",
+        "overflowed",
+        "queue",
+        "request_id",
+        "seq",
+        "stream_id",
+        "waiter",
+    )
+
+    def __init__(self, stream_id: str, request_id: int | str | None, limit: int, history: int = 0) -> None:
+        self.stream_id = stream_id
+        self.request_id = request_id
+        self.limit = limit
+        self.queue: deque[StreamItem] = deque()
+        self.history: deque[StreamItem] | None = deque(maxlen=history) if history else None
+        self.waiter: asyncio.Future[None] | None = None
+        self.seq = 0
+        #: The final message (the response) has been pushed; nothing follows it.
+        self.finished = False
+        #: No live HTTP response is reading (client gone, or the server closed it).
+        self.closed = False
+        self.overflowed = False
+
+    def push(self, data: bytes, final: bool = False) -> None:
+        if self.finished:
+            return  # nothing goes out after the response (e.g. late progress)
+        self.finished = final
+        self.seq += 1
+        item = StreamItem(self.seq, data, final)
+        if self.history is not None:
+            self.history.append(item)
+        if self.closed:
+            return
+        if len(self.queue) >= self.limit:
+            # A reader this far behind is cut off; resumable streams keep history.
+            self.overflowed = True
+            self.queue.clear()
+            self.close()
+            return
+        self.queue.append(item)
+        self._wake()
+
+    def ready(self) -> StreamItem | None:
+        """The next message if one is waiting (no await)."""
+        return self.queue.popleft() if self.queue else None
+
+    async def get(self, timeout: float | None = None) -> StreamItem | None:
+        """The next message; None when the stream was closed (or on timeout)."""
+        while not self.queue:
+            if self.closed:
+                return None
+            self.waiter = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await self.waiter
+            except TimeoutError:
+                return None
+            finally:
+                self.waiter = None
+        return self.queue.popleft()
+
+    def close(self) -> None:
+        """End the live response (the handler, if any, goes on for resumable streams)."""
+        self.closed = True
+        self._wake()
+
+    def reopen(self, after_seq: int) -> bool:
+        """Resume after ``after_seq``: queue what was missed. False when not resumable."""
+        if self.history is None:
+            return False
+        self.queue = deque(item for item in self.history if item.seq > after_seq)
+        self.closed = False
+        self.overflowed = False
+        return True
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+async def _watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            on_disconnect()
+            return
+
+
+async def pump_sse(
+    send: Send,
+    receive: Receive,
+    stream: ResponseStream,
+    *,
+    first: StreamItem | None,
+    resumable: bool,
+    retry_ms: int | None,
+    keepalive: float,
+    on_disconnect: Callable[[], None],
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
+    preamble: bytes | None = None,
+) -> None:
+    """Send ``stream`` as an SSE response until its final message or until it closes.
+
+    Resumable streams start with a priming event (an id and empty data, with
+    ``retry``) so a client cut off before the first message can still resume.
+    """
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + (extra_headers or [])})
+
+    def event_id(seq: int) -> str | None:
+        return f"{stream.stream_id}_{seq}" if resumable else None
+
+    def disconnected() -> None:
+        stream.close()
+        on_disconnect()
+
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, disconnected))
+    try:
+        if preamble is not None:
+            await send({"type": "http.response.body", "body": preamble, "more_body": True})
+        if resumable:
+            prime = f"{stream.stream_id}_{first.seq - 1 if first else stream.seq}"
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": b"id: "
+                    + prime.encode()
+                    + b"\nretry: "
+                    + str(retry_ms or 1000).encode()
+                    + b"\ndata: \n\n",
+                    "more_body": True,
+                }
+            )
+        item = first
+        while True:
+            if item is None:
+                item = await stream.get(keepalive)
+                if item is None:
+                    if stream.closed:
+                        break
+                    await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+                    continue
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": sse_event(item.data, event_id(item.seq)),
+                    "more_body": True,
+                }
+            )
+            if item.final:
+                break
+            item = None
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
