@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import sys
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from ..server.app import MCPServer
 
 __all__ = ["Client", "ProtocolMode"]
+
+logger = logging.getLogger("mcpkit.client")
 
 # Requests that may answer input_required (2026-07-28 basic/patterns/mrtr "Supported Requests").
 _INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -89,6 +92,8 @@ class Client:
         log_level: t.LoggingLevel | None = None,
         stderr: Any = None,
         max_input_rounds: int = 8,
+        headers: Mapping[str, str] | None = None,
+        transport: Literal["auto", "streamable-http", "sse"] = "auto",
     ) -> None:
         self._target = target
         self._env = env
@@ -108,6 +113,8 @@ class Client:
         #: Modern multi round-trip requests give up after this many input rounds.
         self.max_input_rounds = max_input_rounds
         self._stderr = stderr
+        self._headers = dict(headers or {})
+        self._transport = transport
         self._session: Session | None = None
         self._reader: asyncio.Task[None] | None = None
         self._server_task: asyncio.Task[None] | None = None
@@ -148,6 +155,8 @@ class Client:
         target = self._target
         if _is_channel(target):
             return target  # type: ignore[return-value]
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            return await self._open_http(target, self._transport)
         if isinstance(target, MCPServer):
             ours, theirs = memory_channel_pair()
             server = target
@@ -161,6 +170,20 @@ class Client:
         return await open_process_channel(
             argv[0], argv[1:], env=self._env, cwd=self._cwd, stderr=self._stderr
         )
+
+    async def _open_http(self, url: str, transport: str) -> Channel:
+        from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
+
+        if transport == "sse":
+            sse = SSEClientChannel(url, headers=self._headers)
+            await sse.connect()
+            return sse
+        return StreamableHTTPChannel(url, headers=self._headers)
+
+    @property
+    def _url(self) -> str | None:
+        target = self._target
+        return target if isinstance(target, str) and target.startswith(("http://", "https://")) else None
 
     def command_line(self) -> list[str]:
         """The argv this client spawns."""
@@ -186,15 +209,40 @@ class Client:
                 raise ValueError(f"unknown protocol version {mode!r}")
             await (self._discover(version, probe=False) if version.is_modern else self._initialize(version))
             return
-        key = tuple(self.command_line()) if isinstance(self._target, str | list | tuple) else ()
+        key: tuple[str, ...] = ()
+        if self._url is not None:
+            key = ("url", self._url)  # HTTP: cached per origin and endpoint
+        elif isinstance(self._target, str | list | tuple):
+            key = tuple(self.command_line())
         cached = _ERA_CACHE.get(key) if key else None
         if cached is not None:
             await (self._discover(cached, probe=False) if cached.is_modern else self._initialize(cached))
             return
         if not await self._discover(LATEST_MODERN, probe=True):
-            await self._initialize(LATEST_LEGACY)
+            await self._initialize_or_fall_back(LATEST_LEGACY)
         if key and self.protocol_version is not None:
             _ERA_CACHE[key] = self.protocol_version
+
+    async def _initialize_or_fall_back(self, version: ProtocolVersion) -> None:
+        """``initialize``; over HTTP, a 404/405 means a 2024-11-05 HTTP+SSE server
+        (2025-03-26 transports, "Backward Compatibility"): reconnect with that."""
+        try:
+            await self._initialize(version)
+        except MCPError:
+            channel = self._session.channel if self._session is not None else None
+            status = getattr(channel, "last_status", None)
+            if self._url is None or self._transport != "auto" or status not in (400, 404, 405):
+                raise
+            await self._switch_channel(await self._open_http(self._url, "sse"))
+            await self._initialize(version)
+
+    async def _switch_channel(self, channel: Channel) -> None:
+        if self._session is not None:
+            await self._session.shutdown(grace=0)
+        if self._reader is not None:
+            self._reader.cancel()
+        self._session = Session(channel, self.handlers, request_timeout=self.timeout)
+        self._reader = asyncio.create_task(self._session.run())
 
     async def _discover(self, version: ProtocolVersion, *, probe: bool) -> bool:
         """Try ``server/discover``; True when the server is modern (stdio "Backward Compatibility")."""
@@ -243,6 +291,10 @@ class Client:
         self.server_capabilities = result.capabilities
         self.instructions = result.instructions or None
         self._session.notify("notifications/initialized")
+        channel = self._session.channel
+        if hasattr(channel, "start_listening"):
+            channel.protocol_version = answered.value  # type: ignore[attr-defined]
+            channel.start_listening()
         if self.log_level is not None and result.capabilities.logging is not UNSET:
             await self.set_logging_level(self.log_level)
 
@@ -326,8 +378,26 @@ class Client:
         await self._call("ping", {}, t.EmptyResult)
 
     async def list_tools(self) -> list[t.Tool]:
-        """Every tool, following pagination."""
-        return await self._all("tools/list", t.ListToolsResult, "tools")
+        """Every tool, following pagination.
+
+        Over HTTP, a tool whose ``x-mcp-header`` annotations break the rules is
+        left out (2026-07-28 streamable-http "Custom Headers"), with a warning.
+        """
+        tools: list[t.Tool] = await self._all("tools/list", t.ListToolsResult, "tools")
+        channel = self._session.channel if self._session is not None else None
+        if channel is None or not hasattr(channel, "tool_headers"):
+            return tools
+        from ..protocol import http
+
+        kept: list[t.Tool] = []
+        for tool in tools:
+            problem = http.invalid_x_mcp_headers(tool.input_schema)
+            if problem is not None:
+                logger.warning("ignoring tool %r: %s", tool.name, problem)
+                continue
+            channel.tool_headers[tool.name] = http.header_params(tool.input_schema)
+            kept.append(tool)
+        return kept
 
     async def call_tool(
         self,

@@ -1,0 +1,426 @@
+"""Client side of Streamable HTTP (both eras) and of the legacy HTTP+SSE transport.
+
+Both are :class:`~mcpkit.session.channel.Channel`\\ s: the session engine
+writes messages and reads whatever the server sends back, on whichever HTTP
+response it arrives. Each outbound message is its own POST; answers come back
+as JSON or as an SSE stream.
+
+- Legacy era: the session id from ``initialize`` goes on every request; a
+  standalone GET stream carries server-initiated messages; an SSE stream that
+  ends before its answer is resumed with ``Last-Event-ID`` after ``retry``.
+- Modern era: the headers mirror the body (``MCP-Protocol-Version``,
+  ``Mcp-Method``, ``Mcp-Name``, ``Mcp-Param-*``); a stream that drops before its
+  answer is re-issued as a new request (streams are not resumable in 2026-07-28).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+import msgspec
+from httpx_sse import EventSource, ServerSentEvent
+
+from ..protocol import http as h
+from ..protocol import jsonrpc
+from ..protocol.framing import Oversized
+
+__all__ = ["HTTPTransportError", "SSEClientChannel", "StreamableHTTPChannel"]
+
+logger = logging.getLogger("mcpkit.client.http")
+
+# A local condition, never sent by a peer (basic/index "Error Codes": local errors
+# must not be mistakable for the peer's), carrying the HTTP status in ``data``.
+HTTP_TRANSPORT_ERROR = -1003
+
+
+class HTTPTransportError(Exception):
+    """The HTTP exchange itself failed (status, connection)."""
+
+
+class _Envelope(msgspec.Struct):
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
+    method: str | msgspec.UnsetType = msgspec.UNSET
+    params: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_envelope = msgspec.json.Decoder(_Envelope)
+_encoder = msgspec.json.Encoder()
+
+
+def _transport_error(request_id: int | str | None, status: int | None, message: str) -> bytes:
+    return jsonrpc.encode_error(request_id, HTTP_TRANSPORT_ERROR, message, {"status": status})
+
+
+class _ChannelBase:
+    """Inbox plumbing shared by both client transports."""
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None, http: httpx.AsyncClient | None) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False)
+        self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.closed = False
+
+    def _push(self, data: bytes) -> None:
+        if not self.closed:
+            self._inbox.put_nowait(data)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        item = await self._inbox.get()
+        if item is None:
+            self._inbox.put_nowait(None)
+            return None
+        batch: list[bytes | Oversized] = [item]
+        while not self._inbox.empty():
+            nxt = self._inbox.get_nowait()
+            if nxt is None:
+                self._inbox.put_nowait(None)
+                break
+            batch.append(nxt)
+        return batch
+
+    async def drain(self) -> None:
+        return None
+
+    async def _close_base(self) -> None:
+        self.closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        self._inbox.put_nowait(None)
+        if self._own_http:
+            await self.http.aclose()
+
+
+class StreamableHTTPChannel(_ChannelBase):
+    """A client connection to a Streamable HTTP endpoint."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        max_reconnects: int = 5,
+        default_retry_ms: int = 1000,
+    ) -> None:
+        super().__init__(url, headers, http)
+        #: Set after ``initialize`` (legacy): sent as MCP-Protocol-Version.
+        self.protocol_version: str | None = None
+        self.session_id: str | None = None
+        #: ``x-mcp-header`` maps of known tools, for Mcp-Param-* headers (modern).
+        self.tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        #: HTTP status of the last failed POST (era detection reads it).
+        self.last_status: int | None = None
+        self.max_reconnects = max_reconnects
+        self.default_retry_ms = default_retry_ms
+        self._get_task: asyncio.Task[None] | None = None
+
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+        if not self.closed:
+            self._spawn(self._post(data))
+
+    # -- POST ----------------------------------------------------------------
+
+    def _headers_for(self, message: _Envelope) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            **self.headers,
+        }
+        meta = message.params.get("_meta") if isinstance(message.params, dict) else None
+        modern_version = (
+            meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+        )
+        if isinstance(modern_version, str):
+            headers["mcp-protocol-version"] = modern_version
+            self._mirror(message, headers)
+        else:
+            if self.protocol_version is not None:
+                headers["mcp-protocol-version"] = self.protocol_version
+            if self.session_id is not None:
+                headers["mcp-session-id"] = self.session_id
+        return headers
+
+    def _mirror(self, message: _Envelope, headers: dict[str, str]) -> None:
+        """2026-07-28 streamable-http "Standard Request Headers" and custom ones."""
+        if isinstance(message.method, msgspec.UnsetType):
+            return
+        headers["mcp-method"] = message.method
+        params = message.params if isinstance(message.params, dict) else {}
+        target = params.get("uri") if message.method == "resources/read" else params.get("name")
+        if message.method in ("tools/call", "prompts/get", "resources/read") and isinstance(target, str):
+            headers["mcp-name"] = h.encode_header_value(target)
+        if message.method == "tools/call" and isinstance(target, str):
+            arguments = params.get("arguments")
+            for name, path in self.tool_headers.get(target, {}).items():
+                value: Any = arguments
+                for key in path:
+                    value = value.get(key) if isinstance(value, dict) else None
+                text = h.header_text(value)
+                if text is not None:
+                    headers[h.PARAM_PREFIX + name] = h.encode_header_value(text)
+
+    async def _post(self, data: bytes, attempt: int = 0) -> None:
+        message = _envelope.decode(data)
+        request_id = _request_id(message)
+        is_request = request_id is not None
+        headers = self._headers_for(message)
+        modern = "mcp-method" in headers
+        try:
+            async with self.http.stream("POST", self.url, content=data, headers=headers) as response:
+                session = response.headers.get("mcp-session-id")
+                if session is not None and not modern:
+                    self.session_id = session
+                if response.status_code == 202:
+                    return
+                ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                if response.status_code == 200 and ctype == "text/event-stream":
+                    state: dict[str, Any] = {}
+                    if await self._consume(response, request_id, state) or not is_request:
+                        return
+                    if not modern:
+                        # Legacy: resume where the stream broke (2025-11-25 "Resumability").
+                        await self._resume(state, request_id)
+                        return
+                    if attempt < self.max_reconnects:
+                        # 2026-07-28: no resumption; the request is re-issued.
+                        await self._post(data, attempt + 1)
+                        return
+                    self._push(_transport_error(request_id, None, "stream ended before the response"))
+                    return
+                body = await response.aread()
+                if response.status_code >= 400:
+                    self.last_status = response.status_code
+                if ctype == "application/json" and body:
+                    self._push_answer(body, request_id, response.status_code)
+                elif is_request:
+                    self._push(
+                        _transport_error(
+                            request_id,
+                            response.status_code,
+                            f"HTTP {response.status_code} from {self.url}",
+                        )
+                    )
+        except httpx.HTTPError as exc:
+            if is_request:
+                self._push(_transport_error(request_id, None, f"HTTP request failed: {exc}"))
+
+    def _push_answer(self, body: bytes, request_id: int | str | None, status: int) -> None:
+        try:
+            reply = _envelope.decode(body)
+        except msgspec.DecodeError:
+            if isinstance(request_id, int | str):
+                self._push(_transport_error(request_id, status, f"HTTP {status}: unreadable body"))
+            return
+        if (
+            reply.id is None
+            and isinstance(request_id, int | str)
+            and not isinstance(reply.error, msgspec.UnsetType)
+        ):
+            # An error the server could not tie to our id (e.g. 400 before parsing): it is ours.
+            body = jsonrpc.encode_error(request_id, *_code_and_message(reply.error))
+        self._push(body)
+
+    async def _consume(
+        self, response: httpx.Response, request_id: Any, state: dict[str, Any] | None = None
+    ) -> bool:
+        """Forward an SSE stream's messages; True once the answer to ``request_id`` came."""
+        state = state if state is not None else {}
+        answered = False
+        event: ServerSentEvent
+        async for event in EventSource(response).aiter_sse():
+            if event.id:
+                state["last_id"] = event.id
+            if event.retry is not None:
+                state["retry"] = event.retry
+            if not event.data:
+                continue  # priming event: only an id and a retry interval
+            data = event.data.encode()
+            self._push(data)
+            if request_id is not None and not answered:
+                with contextlib.suppress(msgspec.DecodeError):
+                    reply = _envelope.decode(data)
+                    answered = reply.id == request_id and isinstance(reply.method, msgspec.UnsetType)
+        state["answered"] = answered
+        return answered
+
+    async def _resume(self, state: dict[str, Any], request_id: Any) -> None:
+        for _ in range(self.max_reconnects):
+            if "last_id" not in state:
+                break
+            await asyncio.sleep(state.get("retry", self.default_retry_ms) / 1000)
+            headers = {"accept": "text/event-stream", "last-event-id": state["last_id"], **self.headers}
+            if self.session_id:
+                headers["mcp-session-id"] = self.session_id
+            if self.protocol_version:
+                headers["mcp-protocol-version"] = self.protocol_version
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code != 200:
+                        break
+                    if await self._consume(response, request_id, state):
+                        return
+            except httpx.HTTPError:
+                continue
+        if request_id is not None:
+            self._push(_transport_error(request_id, None, "stream ended before the response"))
+
+    def start_listening(self) -> None:
+        """Open the legacy standalone GET stream for server-initiated messages."""
+        if self._get_task is None and self.session_id is not None:
+            self._get_task = asyncio.ensure_future(self._listen())
+            self._tasks.add(self._get_task)
+
+    async def _listen(self) -> None:
+        state: dict[str, Any] = {}
+        failures = 0
+        while not self.closed and failures < self.max_reconnects:
+            headers = {"accept": "text/event-stream", **self.headers}
+            if self.session_id:
+                headers["mcp-session-id"] = self.session_id
+            if self.protocol_version:
+                headers["mcp-protocol-version"] = self.protocol_version
+            if "last_id" in state:
+                headers["last-event-id"] = state["last_id"]
+            try:
+                async with self.http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code in (404, 405, 409):
+                        return  # the server offers no (more) GET stream
+                    if response.status_code != 200:
+                        failures += 1
+                    else:
+                        failures = 0
+                        await self._consume(response, None, state)
+            except httpx.HTTPError:
+                failures += 1
+            await asyncio.sleep(state.get("retry", self.default_retry_ms) / 1000)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        if self.session_id is not None:
+            headers = {"mcp-session-id": self.session_id, **self.headers}
+            if self.protocol_version:
+                headers["mcp-protocol-version"] = self.protocol_version
+            with contextlib.suppress(httpx.HTTPError):
+                await self.http.delete(self.url, headers=headers, timeout=5.0)
+        await self._close_base()
+
+
+class SSEClientChannel(_ChannelBase):
+    """A client connection over the 2024-11-05 HTTP+SSE transport."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        http: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        super().__init__(url, headers, http)
+        self.endpoint: str | None = None
+        self.connect_timeout = connect_timeout
+        self._ready = asyncio.Event()
+        self._stream_task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        """Open the SSE stream and wait for its ``endpoint`` event."""
+        self._stream_task = asyncio.ensure_future(self._stream())
+        self._tasks.add(self._stream_task)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await self._ready.wait()
+        except TimeoutError:
+            raise HTTPTransportError(f"no endpoint event from {self.url}") from None
+        if self.endpoint is None:
+            raise HTTPTransportError(f"could not open an SSE stream at {self.url}")
+
+    async def _stream(self) -> None:
+        headers = {"accept": "text/event-stream", **self.headers}
+        try:
+            async with self.http.stream("GET", self.url, headers=headers) as response:
+                if response.status_code != 200:
+                    return
+                async for event in EventSource(response).aiter_sse():
+                    if event.event == "endpoint":
+                        endpoint = urljoin(self.url, event.data.strip())
+                        if _origin(endpoint) != _origin(self.url):
+                            # The endpoint must be on the same origin (2024-11-05 transports).
+                            logger.warning("refusing cross-origin endpoint %s", endpoint)
+                            return
+                        self.endpoint = endpoint
+                        self._ready.set()
+                    elif event.data:
+                        self._push(event.data.encode())
+        except httpx.HTTPError as exc:
+            logger.debug("SSE stream ended: %s", exc)
+        finally:
+            self._ready.set()
+            self._inbox.put_nowait(None)
+
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+        if not self.closed:
+            self._spawn(self._post(data))
+
+    async def _post(self, data: bytes) -> None:
+        assert self.endpoint is not None
+        message = _envelope.decode(data)
+        request_id = _request_id(message)
+        is_request = request_id is not None
+        headers = {"content-type": "application/json", **self.headers}
+        try:
+            response = await self.http.post(self.endpoint, content=data, headers=headers)
+        except httpx.HTTPError as exc:
+            if is_request:
+                self._push(_transport_error(request_id, None, f"HTTP request failed: {exc}"))
+            return
+        if response.status_code >= 400 and is_request:
+            self._push(
+                _transport_error(
+                    request_id,
+                    response.status_code,
+                    f"HTTP {response.status_code} from {self.endpoint}",
+                )
+            )
+
+    async def close(self) -> None:
+        await self._close_base()
+
+
+def _request_id(message: _Envelope) -> int | str | None:
+    """The id of an outbound request (None for notifications and responses)."""
+    if isinstance(message.method, msgspec.UnsetType) or not isinstance(message.id, int | str):
+        return None
+    return message.id
+
+
+def _origin(url: str) -> tuple[str, str]:
+    parts = httpx.URL(url)
+    return parts.scheme, parts.netloc.decode()
+
+
+def _code_and_message(raw: msgspec.Raw) -> tuple[int, str]:
+    try:
+        error = msgspec.json.decode(raw)
+        return int(error["code"]), str(error["message"])
+    except (msgspec.DecodeError, KeyError, TypeError, ValueError):
+        return HTTP_TRANSPORT_ERROR, "malformed error"
