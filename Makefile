@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench bench-smoke clean
+.PHONY: run test lint typecheck unit bench bench-smoke clean conformance conformance-setup
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ run: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples bench
+	$(BIN)/ruff check src tests examples bench scripts
 	$(BIN)/ruff format --check src
 
 typecheck: $(STAMP)
@@ -28,7 +28,14 @@ unit: $(STAMP)
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/stdio_bench.py --smoke
 
-test: lint typecheck unit bench-smoke
+test: lint typecheck unit bench-smoke conformance
+
+# The official MCP conformance suite (Node 22 and the suite are installed under .cache/).
+conformance-setup: $(STAMP)
+	$(BIN)/python scripts/conformance.py --setup-only
+
+conformance: $(STAMP)
+	$(BIN)/python scripts/conformance.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/stdio_bench.py

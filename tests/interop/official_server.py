@@ -109,4 +109,15 @@ async def complete(ref: object, argument: object, context: object) -> Completion
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if len(sys.argv) > 2 and sys.argv[1] in ("streamable-http", "sse"):
+        # `official_server.py streamable-http PORT [json]`: serve over HTTP instead of stdio.
+        server.run(
+            sys.argv[1],
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            **({"json_response": True} if sys.argv[1:4][-1] == "json" else {}),
+        )
+    else:
+        server.run()

@@ -198,7 +198,7 @@ class Client:
     async def _negotiate(self) -> None:
         mode = self._protocol
         if mode == "legacy":
-            await self._initialize(LATEST_LEGACY)
+            await self._initialize_or_fall_back(LATEST_LEGACY)
             return
         if mode == "modern":
             await self._discover(LATEST_MODERN, probe=False)
@@ -207,7 +207,10 @@ class Client:
             version = parse_version(mode)
             if version is None:
                 raise ValueError(f"unknown protocol version {mode!r}")
-            await (self._discover(version, probe=False) if version.is_modern else self._initialize(version))
+            if version.is_modern:
+                await self._discover(version, probe=False)
+            else:
+                await self._initialize_or_fall_back(version)
             return
         key: tuple[str, ...] = ()
         if self._url is not None:

@@ -120,8 +120,12 @@ class MCPServer:
         meta: dict[str, Any] | None = None,
         threaded: bool | None = None,
         headers: dict[str, str] | None = None,
+        input_schema: dict[str, Any] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
+
+        ``input_schema`` publishes a hand-written JSON Schema verbatim instead
+        (arguments are still bound and checked against the function's signature).
 
         ``threaded`` pins where a sync function runs (see :class:`SyncRunner`).
         ``headers`` maps parameters to HTTP header names (``{"region": "Region"}``
@@ -142,6 +146,7 @@ class MCPServer:
                 meta=meta,
                 threaded=threaded,
                 headers=headers,
+                input_schema=input_schema,
             )
             return fn
 
@@ -150,6 +155,12 @@ class MCPServer:
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> None:
         """Register a tool without the decorator (same options as :meth:`tool`)."""
         self._tools.add(fn, **options)
+
+    def has_tool(self, name: str) -> bool:
+        return name in self._tools.tools
+
+    def has_prompt(self, name: str) -> bool:
+        return name in self._prompts.prompts
 
     def remove_tool(self, name: str) -> None:
         """Remove a tool; connected clients are told the list changed."""

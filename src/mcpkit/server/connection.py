@@ -104,7 +104,14 @@ class ServerConnection:
         if entry is None:
             raise MCPError.method_not_found(request.method)
         decoder, handler = entry
-        params = _decode_params(decoder, request.params)
+        try:
+            params = _decode_params(decoder, request.params)
+        except MCPError:
+            # Bad params matter only if the method exists in the request's era:
+            # a method the era removed is -32601 first (2026-07-28 streamable-http).
+            bare = _decode_params(_PARAMS, request.params)
+            self.lifecycle.scope(request.method, bare.meta if bare.meta is not UNSET else None)
+            raise
         meta = params.meta if params.meta is not UNSET else None
         scope = self.lifecycle.scope(request.method, meta)
         result = await handler(self, scope, params, request.id)
@@ -365,6 +372,7 @@ async def _set_level(
 
 
 _CALL_TOOL = _decoder(t.CallToolParams)
+_PARAMS = _decoder(t.Params)
 
 _METHODS: dict[str, tuple[msgspec.json.Decoder[Any], Handler]] = {
     "initialize": (_decoder(t.InitializeRequestParams), _initialize),

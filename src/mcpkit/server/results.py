@@ -12,9 +12,9 @@ import msgspec
 
 from ..protocol import types as t
 
-__all__ = ["Audio", "File", "Image", "to_content"]
+__all__ = ["CONTENT_LIKE", "CONTENT_TYPES", "Audio", "File", "Image", "to_content"]
 
-_CONTENT_TYPES = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
+CONTENT_TYPES = (t.TextContent, t.ImageContent, t.AudioContent, t.ResourceLink, t.EmbeddedResource)
 _json = msgspec.json.Encoder()
 
 
@@ -73,6 +73,10 @@ class File(_Media):
         return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, blob=self._b64()))
 
 
+#: What a handler may return as content: content blocks and the media helpers.
+CONTENT_LIKE: tuple[type, ...] = (*CONTENT_TYPES, _Media)
+
+
 def to_content(value: Any) -> list[t.ContentBlock]:
     """Content blocks for a handler's return value.
 
@@ -83,14 +87,14 @@ def to_content(value: Any) -> list[t.ContentBlock]:
         return []
     if isinstance(value, str):
         return [t.TextContent(text=value)]
-    if isinstance(value, _CONTENT_TYPES):
+    if isinstance(value, CONTENT_TYPES):
         return [value]
     if isinstance(value, _Media):
         return [value.to_content()]  # type: ignore[attr-defined]
     if isinstance(value, list | tuple):
         out: list[t.ContentBlock] = []
         for item in value:
-            if isinstance(item, (*_CONTENT_TYPES, _Media, str)):
+            if isinstance(item, (*CONTENT_TYPES, _Media, str)):
                 out.extend(to_content(item))
             else:
                 out.append(t.TextContent(text=json_text(item)))

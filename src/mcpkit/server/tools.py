@@ -14,7 +14,7 @@ from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
 from .mrtr import InputRequired
-from .results import json_text, to_content
+from .results import CONTENT_LIKE, json_text, to_content
 from .signature import ArgumentError, FunctionSignature, inspect_function, split_docstring
 from .sync import SyncRunner
 
@@ -72,7 +72,7 @@ class RegisteredTool:
     def _result(self, value: Any) -> t.CallToolResult:
         if isinstance(value, t.CallToolResult):
             return value
-        if self.signature.output_schema is None:
+        if self.signature.output_schema is None or _is_content(value):
             return t.CallToolResult(content=to_content(value), is_error=False)
         structured = self.signature.structured(value)
         # server/tools "Structured Content": also send the JSON as text for older
@@ -82,6 +82,12 @@ class RegisteredTool:
         return t.CallToolResult(
             content=[t.TextContent(text=text)], structured_content=structured, is_error=False
         )
+
+
+def _is_content(value: Any) -> bool:
+    """Content blocks (or a list of them) go out as content whatever the annotation says."""
+    items = value if isinstance(value, list | tuple) else (value,)
+    return bool(items) and all(isinstance(item, CONTENT_LIKE) for item in items)
 
 
 def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:
@@ -115,9 +121,10 @@ class ToolRegistry:
         meta: dict[str, Any] | None = None,
         threaded: bool | None = None,
         headers: dict[str, str] | None = None,
+        input_schema: dict[str, Any] | None = None,
     ) -> RegisteredTool:
         sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
-        input_schema = _with_headers(sig.input_schema, headers or {})
+        input_schema = _with_headers(input_schema or sig.input_schema, headers or {})
         problem = http.invalid_x_mcp_headers(input_schema)
         if problem is not None:
             raise ValueError(f"tool {name or fn.__name__!r}: {problem}")

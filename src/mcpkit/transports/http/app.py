@@ -29,6 +29,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
 from ...protocol.framing import Oversized
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.versions import ProtocolVersion, parse_version
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
 from .sessions import HTTPSession, InMemorySessionStore, SessionStore, new_session_id
@@ -246,6 +247,9 @@ class StreamableHTTPApp:
             params = _any.decode(message.params) if message.params is not None else {}
             tool_headers = self._tool_headers(message.method, params)
             h.validate_modern_headers(headers, message.method, params, tool_headers)
+            if message.method in LEGACY_ONLY_METHODS:
+                # Removed in 2026-07-28 (initialize included: this request is modern).
+                raise MCPError.method_not_found(message.method)
         except MCPError as exc:
             await _jsonrpc_error(
                 send, h.status_for_error(exc.code, modern=True), message.id, exc.code, exc.message

@@ -1,0 +1,448 @@
+#!/usr/bin/env python3
+"""Run the official MCP conformance suite against mcpkit, from nothing.
+
+    python scripts/conformance.py                 # set up (cached) and run the server leg
+    python scripts/conformance.py --setup-only    # only install Node 22 and the suite
+    python scripts/conformance.py --only tools-list --keep-server
+
+Setup needs only npm and the npm registry: Node 22 (the suite cannot run on
+older Node) comes from the ``node-<os>-<arch>@22`` package and the suite from
+``@modelcontextprotocol/conformance@<pinned>``, both installed under ``.cache/``
+and reused while they are at the right version.
+
+The server leg starts ``examples/everything_server.py`` on a free loopback port
+and runs ``conformance server`` for each requirement set (2025-11-25 and
+2026-07-28) plus a few unscored scenarios we hold ourselves to (EXTRA_SCENARIOS).
+It fails on any FAILURE in a scored scenario, on any FAILURE or WARNING in an
+extra scenario, and on any ``wire-schema-valid`` failure anywhere. Results
+(``checks.json`` per scenario, the harness and server logs) go to
+``build/conformance/``.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache"
+NODE_PREFIX = CACHE / "node22"
+SUITE_PREFIX = CACHE / "conformance"
+DEFAULT_OUT = ROOT / "build" / "conformance"
+SERVER_FILE = ROOT / "examples" / "everything_server.py"
+
+SUITE_PACKAGE = "@modelcontextprotocol/conformance"
+SUITE_VERSION = "0.2.0-alpha.12"
+NODE_MAJOR = 22
+
+REQUIREMENTS = ("2025-11-25", "2026-07-28")
+#: Not scored by the suite, but they must pass without FAILURE or WARNING.
+EXTRA_SCENARIOS = (
+    ("json-schema-2020-12", "2025-11-25"),
+    ("json-schema-2020-12", "2026-07-28"),
+    ("http-header-validation", "2026-07-28"),
+    ("http-custom-header-server-validation", "2026-07-28"),
+    ("server-session-lifecycle", "2025-11-25"),
+    ("server-sse-polling", "2025-11-25"),
+)
+WIRE_CHECK = "wire-schema-valid"
+NPM_FLAGS = ["--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", "--prefer-offline"]
+
+
+class SetupError(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+# -- setup ------------------------------------------------------------------------------
+
+
+def node_package() -> str:
+    system = {"Linux": "linux", "Darwin": "darwin"}.get(platform.system())
+    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower()
+    )
+    if system is None or arch is None:
+        raise SetupError(f"no npm Node package for {platform.system()} {platform.machine()}")
+    return f"node-{system}-{arch}"
+
+
+def node_version(binary: Path | str) -> str | None:
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def npm_install(prefix: Path, spec: str, env: dict[str, str] | None = None) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SetupError("npm is needed to install Node 22 and the conformance suite")
+    prefix.mkdir(parents=True, exist_ok=True)
+    cmd = [npm, "install", "--prefix", str(prefix), *NPM_FLAGS, spec]
+    log(f"  $ {' '.join(cmd[1:])}")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SetupError(f"npm install {spec} failed:\n{proc.stdout}{proc.stderr}")
+
+
+def ensure_node() -> Path:
+    """A Node 22 binary: $CONFORMANCE_NODE, else one installed from npm under .cache/."""
+    override = os.environ.get("CONFORMANCE_NODE")
+    if override:
+        version = node_version(override)
+        if version is None or not version.startswith(f"v{NODE_MAJOR}."):
+            raise SetupError(f"CONFORMANCE_NODE={override} is not Node {NODE_MAJOR} ({version})")
+        return Path(override)
+    package = node_package()
+    binary = NODE_PREFIX / "node_modules" / package / "bin" / "node"
+    version = node_version(binary) if binary.exists() else None
+    if version is None or not version.startswith(f"v{NODE_MAJOR}."):
+        log(f"installing Node {NODE_MAJOR} ({package}) into {NODE_PREFIX.relative_to(ROOT)}")
+        npm_install(NODE_PREFIX, f"{package}@{NODE_MAJOR}")
+        version = node_version(binary)
+        if version is None or not version.startswith(f"v{NODE_MAJOR}."):
+            raise SetupError(f"{binary} did not install as Node {NODE_MAJOR} (got {version})")
+    log(f"node: {binary.relative_to(ROOT) if binary.is_relative_to(ROOT) else binary} {version}")
+    return binary
+
+
+def node_env(node: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("NO_COLOR", "1")
+    return env
+
+
+def suite_dir() -> Path:
+    return SUITE_PREFIX / "node_modules" / SUITE_PACKAGE
+
+
+def ensure_suite(node: Path) -> Path:
+    """The suite's CLI entry point, installed (pinned) under .cache/conformance."""
+    manifest = suite_dir() / "package.json"
+
+    def installed() -> str | None:
+        try:
+            return str(json.loads(manifest.read_text())["version"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    if installed() != SUITE_VERSION:
+        log(f"installing {SUITE_PACKAGE}@{SUITE_VERSION} into {SUITE_PREFIX.relative_to(ROOT)}")
+        npm_install(SUITE_PREFIX, f"{SUITE_PACKAGE}@{SUITE_VERSION}", env=node_env(node))
+        if installed() != SUITE_VERSION:
+            raise SetupError(f"{SUITE_PACKAGE} installed as {installed()}, wanted {SUITE_VERSION}")
+    bin_entry = json.loads(manifest.read_text())["bin"]
+    entry: Path = suite_dir() / str(bin_entry["conformance"] if isinstance(bin_entry, dict) else bin_entry)
+    log(f"suite: {SUITE_PACKAGE}@{SUITE_VERSION}")
+    return entry
+
+
+def requirement_sets() -> dict[str, tuple[list[str], list[str]]]:
+    """{revision: (scored server scenarios, not-scored server scenarios)} from the suite's YAML."""
+    sets: dict[str, tuple[list[str], list[str]]] = {}
+    for rev in REQUIREMENTS:
+        scored: list[str] = []
+        not_scored: list[str] = []
+        section = None
+        pending: dict[str, str] = {}
+        for raw in (suite_dir() / "requirements" / f"{rev}.yaml").read_text().splitlines():
+            line = raw.split("#", 1)[0].rstrip()
+            if not line:
+                continue
+            if not line.startswith(" "):
+                section = line.rstrip(":")
+                continue
+            item = line.strip()
+            if section == "server" and item.startswith("- "):
+                scored.append(item[2:].strip())
+            elif section == "not_scored":
+                if item.startswith("- "):
+                    pending = {}
+                    item = item[2:]
+                key, _, value = item.partition(":")
+                pending[key.strip()] = value.strip()
+                if pending.get("leg") == "server" and "scenario" in pending:
+                    not_scored.append(pending["scenario"])
+                    pending = {}
+        sets[rev] = (scored, not_scored)
+    return sets
+
+
+# -- the server under test ---------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(port: int, logfile: Path) -> subprocess.Popen[bytes]:
+    script = Path(sys.executable).parent / "mcpkit"
+    launcher = [str(script)] if script.exists() else [sys.executable, "-m", "mcpkit.cli.main"]
+    cmd = [*launcher, "run", str(SERVER_FILE.relative_to(ROOT)), "--transport", "http"]
+    cmd += ["--port", str(port)]
+    log(f"server: {' '.join([Path(cmd[0]).name, *cmd[1:]])}")
+    out = logfile.open("wb")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SetupError(f"the server exited with {proc.returncode}; see {logfile}")
+        if server_answers(port):
+            return proc
+        time.sleep(0.1)
+    stop_server(proc)
+    raise SetupError(f"the server did not answer on port {port} within 30 s; see {logfile}")
+
+
+def server_answers(port: int) -> bool:
+    """True once anything HTTP answers at /mcp (a bare GET gets 405/4xx, which is fine)."""
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/mcp", timeout=1).close()
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# -- running and judging -----------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One invocation of ``conformance server``."""
+
+    name: str
+    args: list[str]
+    #: Scenarios whose FAILUREs count; None: all of them.
+    scored: set[str] | None = None
+    #: WARNINGs count as failures too.
+    strict: bool = False
+    expected: list[str] = field(default_factory=list)
+    returncode: int | None = None
+    seconds: float = 0.0
+    results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+_DIR = re.compile(r"^server-(?P<scenario>.+?)-(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9:.\-]+Z?)$")
+
+
+def run_harness(node: Path, entry: Path, url: str, run: Run, out: Path, timeout: float) -> None:
+    run_dir = out / run.name
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    cmd = [str(node), str(entry), "server", "--url", url, *run.args, "-o", str(run_dir)]
+    started = time.monotonic()
+    with (out / f"{run.name}.log").open("w") as logf:
+        logf.write("$ " + " ".join(cmd) + "\n")
+        logf.flush()
+        try:
+            proc = subprocess.run(
+                cmd, cwd=ROOT, env=node_env(node), stdout=logf, stderr=subprocess.STDOUT, timeout=timeout
+            )
+            run.returncode = proc.returncode
+        except subprocess.TimeoutExpired:
+            run.returncode = None
+    run.seconds = time.monotonic() - started
+    for checks in sorted(run_dir.glob("*/checks.json")):
+        match = _DIR.match(checks.parent.name)
+        scenario = match["scenario"] if match else checks.parent.name
+        try:
+            data = json.loads(checks.read_text())
+        except ValueError as exc:
+            data = [{"id": "checks-json-unreadable", "status": "FAILURE", "errorMessage": str(exc)}]
+        run.results.setdefault(scenario, []).extend(data if isinstance(data, list) else [])
+
+
+@dataclass
+class Verdict:
+    failing: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (scenario, check)
+    notes: list[str] = field(default_factory=list)
+    scenarios_passed: int = 0
+    scenarios_failed: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    unscored_failed: list[str] = field(default_factory=list)
+
+
+def judge(run: Run) -> Verdict:
+    verdict = Verdict()
+    bad_statuses = {"FAILURE", "WARNING"} if run.strict else {"FAILURE"}
+    for scenario in run.expected:
+        if scenario not in run.results and (run.scored is None or scenario in run.scored):
+            missing = {"id": "no-results", "status": "FAILURE", "errorMessage": "no checks.json written"}
+            run.results[scenario] = [missing]
+    for scenario, checks in sorted(run.results.items()):
+        counted = run.scored is None or scenario in run.scored
+        scenario_bad = False
+        for check in checks:
+            status = str(check.get("status"))
+            if counted:
+                verdict.counts[status] = verdict.counts.get(status, 0) + 1
+            wire_failure = check.get("id") == WIRE_CHECK and status == "FAILURE"
+            if (counted and status in bad_statuses) or wire_failure:
+                verdict.failing.append((scenario, check))
+                scenario_bad = True
+            elif check.get("id") == "wire-schema-harness-error":
+                verdict.notes.append(f"{scenario}: wire-schema-harness-error (a harness problem)")
+        if counted:
+            if scenario_bad:
+                verdict.scenarios_failed += 1
+            else:
+                verdict.scenarios_passed += 1
+        elif any(c.get("status") == "FAILURE" for c in checks) and not scenario_bad:
+            verdict.unscored_failed.append(scenario)
+    if run.returncode is None:
+        verdict.failing.append(("(harness)", {"id": "timeout", "status": "FAILURE"}))
+    elif run.returncode != 0 and not verdict.failing:
+        verdict.failing.append(
+            ("(harness)", {"id": "exit-code", "status": "FAILURE", "errorMessage": f"rc {run.returncode}"})
+        )
+    return verdict
+
+
+def describe(scenario: str, check: dict[str, Any]) -> str:
+    head = f"  {check.get('status')}: {scenario} [{check.get('id')}]"
+    if check.get("description"):
+        head += f" {check['description']}"
+    lines = [head]
+    if check.get("errorMessage"):
+        lines.append(f"      error: {check['errorMessage']}")
+    if check.get("details"):
+        details = json.dumps(check["details"], ensure_ascii=False)
+        lines.append(f"      details: {details[:1500]}{'…' if len(details) > 1500 else ''}")
+    return "\n".join(lines)
+
+
+def server_runs(args: argparse.Namespace) -> list[Run]:
+    sets = requirement_sets()
+    versions = [args.spec_version] if args.spec_version else list(REQUIREMENTS)
+    if args.only:
+        strict = any(name == args.only for name, _ in EXTRA_SCENARIOS)
+        return [
+            Run(f"{args.only}@{v}", ["--scenario", args.only, "--spec-version", v], strict=strict)
+            for v in versions
+        ]
+    runs: list[Run] = []
+    for rev in versions:
+        scored, not_scored = sets[rev]
+        run = Run(f"requirements-{rev}", ["--requirements", rev], scored=set(scored))
+        run.expected = scored + not_scored
+        runs.append(run)
+    for name, rev in EXTRA_SCENARIOS:
+        if rev in versions:
+            runs.append(Run(f"{name}@{rev}", ["--scenario", name, "--spec-version", rev], strict=True))
+    return runs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--leg", choices=["server", "client"], default="server")
+    parser.add_argument("--only", metavar="SCENARIO", help="run just this scenario (at each spec version)")
+    parser.add_argument("--spec-version", choices=REQUIREMENTS, help="limit the runs to one revision")
+    parser.add_argument("--port", type=int, default=0, help="port for the server (default: a free one)")
+    parser.add_argument("--url", help="test an already running server at this URL instead")
+    parser.add_argument("--keep-server", action="store_true", help="leave the server running afterwards")
+    parser.add_argument("--setup-only", action="store_true", help="install Node 22 and the suite, then stop")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results directory")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per harness run")
+    args = parser.parse_args()
+
+    started = time.monotonic()
+    try:
+        node = ensure_node()
+        entry = ensure_suite(node)
+    except SetupError as exc:
+        log(f"setup failed: {exc}")
+        return 2
+    log(f"setup: {time.monotonic() - started:.1f} s")
+    if args.setup_only:
+        return 0
+    if args.leg == "client":
+        log("the client leg is not wired up yet")
+        return 2
+
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    runs = server_runs(args)
+    proc = None
+    url = args.url
+    if url is None:
+        port = args.port or free_port()
+        try:
+            proc = start_server(port, out / "server.log")
+        except SetupError as exc:
+            log(f"setup failed: {exc}")
+            return 2
+        url = f"http://localhost:{port}/mcp"
+    log(f"url: {url}")
+
+    failed = False
+    try:
+        for run in runs:
+            run_harness(node, entry, url, run, out, args.timeout)
+            verdict = judge(run)
+            c = verdict.counts
+            log(
+                f"{run.name:<48} scenarios {verdict.scenarios_passed} passed, "
+                f"{verdict.scenarios_failed} failed; checks {c.get('SUCCESS', 0)} passed, "
+                f"{c.get('FAILURE', 0)} failed, {c.get('WARNING', 0)} warnings "
+                f"({run.seconds:.1f} s, rc {run.returncode})"
+            )
+            if verdict.unscored_failed:
+                log(f"    not scored, failing (ignored): {', '.join(verdict.unscored_failed)}")
+            for note in verdict.notes:
+                log(f"    note: {note}")
+            for scenario, check in verdict.failing:
+                log(describe(scenario, check))
+            failed = failed or bool(verdict.failing)
+            if proc is not None and proc.poll() is not None:
+                log(f"the server died (rc {proc.returncode}); see {out / 'server.log'}")
+                return 1
+    finally:
+        if proc is not None:
+            if args.keep_server:
+                log(f"server left running at {url} (pid {proc.pid})")
+            else:
+                stop_server(proc)
+    log(f"results: {out}")
+    log(f"total: {time.monotonic() - started:.1f} s -> {'FAILED' if failed else 'PASSED'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
