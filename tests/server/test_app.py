@@ -359,3 +359,33 @@ async def test_sync_tools_move_inline_once_proven_fast() -> None:
             await c.call_tool("echo", {"text": "x"})
     runner = server._tools.tools["echo"].runner
     assert runner is not None and runner.inline is True
+
+
+async def test_cache_hints_per_server_method_and_resource() -> None:
+    server = MCPServer("cache", cache_ttl_ms=1000, cache_scope="public")
+    server.set_cache_policy("prompts/list", 5, "private")
+
+    @server.resource("a://static")
+    def static() -> str:
+        return "s"
+
+    @server.resource("a://live", ttl_ms=0, cache_scope="private")
+    def live() -> str:
+        return "l"
+
+    async with connect(server, protocol="modern") as c:
+
+        async def raw(method: str, params: dict[str, object]) -> dict[str, object]:
+            result = await c._session.request(method, c._params(params))  # type: ignore[union-attr]
+            return msgspec.json.decode(result)  # type: ignore[no-any-return]
+
+        tools = await raw("tools/list", {})
+        assert (tools["ttlMs"], tools["cacheScope"]) == (1000, "public")
+        prompts = await raw("prompts/list", {})
+        assert (prompts["ttlMs"], prompts["cacheScope"]) == (5, "private")
+        static_read = await raw("resources/read", {"uri": "a://static"})
+        assert (static_read["ttlMs"], static_read["cacheScope"]) == (1000, "public")
+        live_read = await raw("resources/read", {"uri": "a://live"})
+        assert (live_read["ttlMs"], live_read["cacheScope"]) == (0, "private")
+    with pytest.raises(ValueError):
+        server.set_cache_policy("tools/list", -1, "public")

@@ -86,6 +86,7 @@ class MCPServer:
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
+        self._cache: dict[str, tuple[int, Literal["public", "private"]]] = {}
         self.max_line_bytes = max_line_bytes
         self.max_in_flight = max_in_flight
         self.request_timeout = request_timeout
@@ -156,6 +157,16 @@ class MCPServer:
         """Register a tool without the decorator (same options as :meth:`tool`)."""
         self._tools.add(fn, **options)
 
+    def set_cache_policy(self, method: str, ttl_ms: int, scope: Literal["public", "private"]) -> None:
+        """Cache hints for one method's results (``tools/list``, ``resources/read``…)."""
+        if ttl_ms < 0:
+            raise ValueError("ttl_ms must be >= 0")
+        self._cache[method] = (ttl_ms, scope)
+
+    def cache_policy(self, method: str) -> tuple[int, Literal["public", "private"]]:
+        """``(ttlMs, cacheScope)`` for a method's results (2026-07-28 CacheableResult)."""
+        return self._cache.get(method, (self.cache_ttl_ms, self.cache_scope))
+
     def has_tool(self, name: str) -> bool:
         return name in self._tools.tools
 
@@ -178,9 +189,18 @@ class MCPServer:
         annotations: t.Annotations | None = None,
         icons: list[t.Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: Literal["public", "private"] | None = None,
     ) -> Callable[[F], F]:
         """Register a resource. ``{var}`` in the URI makes it a template whose
-        variables are the function's parameters."""
+        variables are the function's parameters.
+
+        ``ttl_ms`` / ``cache_scope`` set the cache hints of its reads (modern
+        era); otherwise the server's policy for ``resources/read`` applies."""
+        cache = None
+        if ttl_ms is not None or cache_scope is not None:
+            default_ttl, default_scope = self.cache_policy("resources/read")
+            cache = (ttl_ms if ttl_ms is not None else default_ttl, cache_scope or default_scope)
 
         def register(fn: F) -> F:
             self._resources.add(
@@ -194,6 +214,7 @@ class MCPServer:
                 annotations=annotations,
                 icons=icons,
                 meta=meta,
+                cache=cache,
             )
             return fn
 

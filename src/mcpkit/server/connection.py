@@ -97,7 +97,7 @@ class ServerConnection:
             result = tool.call_inline(params.arguments if params.arguments is not UNSET else None)
         except MCPError:
             return None
-        return self._finish(result, scope)
+        return self._finish(result, scope, request.method)
 
     async def handle_request(self, session: Session, request: Request) -> Any:
         entry = _METHODS.get(request.method)
@@ -115,16 +115,16 @@ class ServerConnection:
         meta = params.meta if params.meta is not UNSET else None
         scope = self.lifecycle.scope(request.method, meta)
         result = await handler(self, scope, params, request.id)
-        return self._finish(result, scope)
+        return self._finish(result, scope, request.method)
 
-    def _finish(self, result: Any, scope: RequestScope) -> Any:
+    def _finish(self, result: Any, scope: RequestScope, method: str) -> Any:
         if scope.is_modern:
             if result.result_type is UNSET:
                 result.result_type = "complete"
             result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}
             if hasattr(result, "ttl_ms") and result.ttl_ms is UNSET:
-                result.ttl_ms = self.server.cache_ttl_ms
-                result.cache_scope = self.server.cache_scope
+                # CacheableResult (2026-07-28): required on lists, reads and discover.
+                result.ttl_ms, result.cache_scope = self.server.cache_policy(method)
             return result
         if needs_downgrade(scope.version):
             return downgrade(result, scope.version)
@@ -278,12 +278,15 @@ async def _read_resource(
 ) -> Any:
     trip = _round_trip(conn, scope, "resources/read", params.uri, None, params)
     try:
-        contents = await conn.server._resources.read(params.uri, Context(conn, scope, rid, trip))
+        contents, policy = await conn.server._resources.read(params.uri, Context(conn, scope, rid, trip))
     except ResourceNotFound:
         raise _not_found(scope, params.uri) from None
     except InputRequired as exc:
         return _input_required(conn, exc, trip)
-    return t.ReadResourceResult(contents=contents)
+    result = t.ReadResourceResult(contents=contents)
+    if policy is not None and scope.is_modern:
+        result.ttl_ms, result.cache_scope = policy
+    return result
 
 
 async def _subscribe(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:

@@ -136,7 +136,8 @@ class Context:
 
     async def read_resource(self, uri: str) -> list[t.ResourceContents]:
         """Read one of this server's own resources."""
-        return await self._conn.server._resources.read(uri, self)
+        contents, _ = await self._conn.server._resources.read(uri, self)
+        return contents
 
     async def elicit(
         self, message: str, schema: dict[str, Any] | type[Any], *, key: str | None = None

@@ -6,7 +6,7 @@ import base64
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, TypeAlias
 
 from msgspec import UNSET
 
@@ -17,7 +17,9 @@ from .signature import split_docstring
 from .sync import SyncRunner
 from .textargs import TextArgs, TextArgumentError
 
-__all__ = ["ResourceNotFound", "ResourceRegistry", "UriTemplate"]
+__all__ = ["CacheScope", "ResourceNotFound", "ResourceRegistry", "UriTemplate"]
+
+CacheScope: TypeAlias = Literal["public", "private"]
 
 
 class ResourceNotFound(LookupError):
@@ -91,6 +93,8 @@ class _Entry:
     args: TextArgs
     mime_type: str | None
     runner: SyncRunner | None
+    #: (ttlMs, cacheScope) for reads of this resource, else the server's policy.
+    cache: tuple[int, CacheScope] | None = None
 
 
 class ResourceRegistry:
@@ -112,11 +116,12 @@ class ResourceRegistry:
         annotations: t.Annotations | None = None,
         icons: list[t.Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        cache: tuple[int, CacheScope] | None = None,
     ) -> None:
         args = TextArgs(fn, (Context,))
         summary, _ = split_docstring(fn)
         desc = description if description is not None else summary
-        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn))
+        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn), cache)
         common: dict[str, Any] = {
             "name": name or getattr(fn, "__name__", uri),
             "title": _u(title),
@@ -155,7 +160,10 @@ class ResourceRegistry:
     def exists(self, uri: str) -> bool:
         return uri in self.resources or any(m.match(uri) is not None for _, m, _ in self.templates)
 
-    async def read(self, uri: str, ctx: Context | None) -> list[t.ResourceContents]:
+    async def read(
+        self, uri: str, ctx: Context | None
+    ) -> tuple[list[t.ResourceContents], tuple[int, CacheScope] | None]:
+        """The contents of ``uri``, and the resource's own cache policy if it has one."""
         found = self.resources.get(uri)
         if found is not None:
             entry, values = found[1], {}
@@ -174,7 +182,7 @@ class ResourceRegistry:
         if entry.args.context_param is not None:
             kwargs[entry.args.context_param] = ctx
         value = await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs))
-        return _contents(uri, value, entry.mime_type)
+        return _contents(uri, value, entry.mime_type), entry.cache
 
 
 def _contents(uri: str, value: Any, mime: str | None) -> list[t.ResourceContents]:
