@@ -90,6 +90,7 @@ async def test_huge_line_is_refused_without_killing_the_server(peer: RawPeer) ->
     reply = await peer.recv()
     assert reply["error"]["code"] == INVALID_REQUEST
     assert "maximum size" in reply["error"]["message"]
+    assert reply["id"] == 12  # recovered from the head of the discarded line
     await assert_still_serving(peer)
 
 

@@ -18,9 +18,24 @@ DEFAULT_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
 
 class Oversized:
-    """Marker for a line that exceeded the limit and was discarded."""
+    """A line that exceeded the limit and was discarded.
 
-    __slots__ = ()
+    ``head`` keeps its first bytes, enough to find the request id so the error
+    answer can still be correlated. All instances compare equal.
+    """
+
+    __slots__ = ("head",)
+
+    HEAD_BYTES: Final = 256
+
+    def __init__(self, head: bytes = b"") -> None:
+        self.head = head
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Oversized)
+
+    def __hash__(self) -> int:
+        return hash(Oversized)
 
     def __repr__(self) -> str:
         return "OVERSIZED"
@@ -38,6 +53,7 @@ class LineFramer:
         self.max_line_bytes = max_line_bytes
         self._buffer = bytearray()
         self._discarding = False
+        self._head = b""
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
         """Add bytes; return every line completed by them (without the newline).
@@ -54,7 +70,8 @@ class LineFramer:
             if self._discarding:
                 self._discarding = False
                 self._buffer.clear()
-                out.append(OVERSIZED)
+                out.append(Oversized(self._head))
+                self._head = b""
             else:
                 if self._buffer:
                     self._buffer += data[start:end]
@@ -67,6 +84,7 @@ class LineFramer:
         if start < len(data) and not self._discarding:
             self._buffer += data[start:]
             if len(self._buffer) > self.max_line_bytes:
+                self._head = bytes(self._buffer[: Oversized.HEAD_BYTES])
                 self._buffer.clear()
                 self._discarding = True
         return out
@@ -75,7 +93,7 @@ class LineFramer:
         # The limit counts a trailing \r, as the buffer did while the line was
         # incomplete, so the verdict never depends on where chunks split.
         if len(line) > self.max_line_bytes:
-            out.append(OVERSIZED)
+            out.append(Oversized(line[: Oversized.HEAD_BYTES]))
             return
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -91,7 +109,8 @@ class LineFramer:
         """The stream ended: return a final unterminated line, if any."""
         out: list[bytes | Oversized] = []
         if self._discarding:
-            out.append(OVERSIZED)
+            out.append(Oversized(self._head))
+            self._head = b""
         elif self._buffer:
             self._emit(bytes(self._buffer), out)
         self._buffer.clear()

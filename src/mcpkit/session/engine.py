@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -154,7 +155,9 @@ class Session:
 
     def _receive(self, line: bytes | Oversized) -> None:
         if isinstance(line, Oversized):
-            self._send_error(None, INVALID_REQUEST, "Invalid Request: message exceeds the maximum size")
+            self._send_error(
+                _id_in_head(line.head), INVALID_REQUEST, "Invalid Request: message exceeds the maximum size"
+            )
             return
         try:
             message = jsonrpc.decode_message(line, allow_batch=self.dispatcher.batches_allowed())
@@ -365,6 +368,24 @@ class Session:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+_ID_IN_HEAD = re.compile(
+    rb'^\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*\s*"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,128}")'
+)
+
+
+def _id_in_head(head: bytes) -> int | str | None:
+    """The id of a discarded over-long request, when it leads the object.
+
+    Only ``"id"`` preceded by nothing but ``jsonrpc``/``method`` counts: an
+    ``"id"`` inside params must not be mistaken for the request's.
+    """
+    match = _ID_IN_HEAD.match(head)
+    if match is None:
+        return None
+    token = match.group(1)
+    return token[1:-1].decode("utf-8", "replace") if token.startswith(b'"') else int(token)
 
 
 def _encode_error(request_id: int | str | None, code: int, message: str, data: Any = None) -> bytes:
