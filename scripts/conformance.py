@@ -52,6 +52,12 @@ NODE_MAJOR = 22
 
 REQUIREMENTS = ("2025-11-25", "2026-07-28")
 #: Not scored by the suite, but they must pass without FAILURE or WARNING.
+#: Client-leg scenarios outside the scored sets that must pass all the same.
+CLIENT_EXTRA_SCENARIOS = (
+    ("json-schema-2020-12-preservation", "2025-11-25"),
+    ("json-schema-2020-12-preservation", "2026-07-28"),
+)
+CLIENT_SCRIPT = ROOT / "tests" / "conformance" / "client.py"
 EXTRA_SCENARIOS = (
     ("json-schema-2020-12", "2025-11-25"),
     ("json-schema-2020-12", "2026-07-28"),
@@ -158,8 +164,8 @@ def ensure_suite(node: Path) -> Path:
     return entry
 
 
-def requirement_sets() -> dict[str, tuple[list[str], list[str]]]:
-    """{revision: (scored server scenarios, not-scored server scenarios)} from the suite's YAML."""
+def requirement_sets(leg: str = "server") -> dict[str, tuple[list[str], list[str]]]:
+    """{revision: (scored scenarios, not-scored scenarios)} of one leg, from the suite's YAML."""
     sets: dict[str, tuple[list[str], list[str]]] = {}
     for rev in REQUIREMENTS:
         scored: list[str] = []
@@ -174,7 +180,7 @@ def requirement_sets() -> dict[str, tuple[list[str], list[str]]]:
                 section = line.rstrip(":")
                 continue
             item = line.strip()
-            if section == "server" and item.startswith("- "):
+            if section == leg and item.startswith("- "):
                 scored.append(item[2:].strip())
             elif section == "not_scored":
                 if item.startswith("- "):
@@ -182,7 +188,7 @@ def requirement_sets() -> dict[str, tuple[list[str], list[str]]]:
                     item = item[2:]
                 key, _, value = item.partition(":")
                 pending[key.strip()] = value.strip()
-                if pending.get("leg") == "server" and "scenario" in pending:
+                if pending.get("leg") == leg and "scenario" in pending:
                     not_scored.append(pending["scenario"])
                     pending = {}
         sets[rev] = (scored, not_scored)
@@ -247,6 +253,7 @@ class Run:
 
     name: str
     args: list[str]
+    leg: str = "server"
     #: Scenarios whose FAILUREs count; None: all of them.
     scored: set[str] | None = None
     #: WARNINGs count as failures too.
@@ -257,14 +264,20 @@ class Run:
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
-_DIR = re.compile(r"^server-(?P<scenario>.+?)-(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9:.\-]+Z?)$")
+_DIR = re.compile(r"^(?P<scenario>.+?)-(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9:.\-]+Z?)$")
 
 
 def run_harness(node: Path, entry: Path, url: str, run: Run, out: Path, timeout: float) -> None:
     run_dir = out / run.name
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    cmd = [str(node), str(entry), "server", "--url", url, *run.args, "-o", str(run_dir)]
+    if run.leg == "client":
+        client = f"{sys.executable} {CLIENT_SCRIPT}"
+        # Client scenarios run in parallel, each spawning a Python client: allow time.
+        cmd = [str(node), str(entry), "client", "--command", client, "--timeout", "60000", *run.args]
+    else:
+        cmd = [str(node), str(entry), "server", "--url", url, *run.args]
+    cmd += ["-o", str(run_dir)]
     started = time.monotonic()
     with (out / f"{run.name}.log").open("w") as logf:
         logf.write("$ " + " ".join(cmd) + "\n")
@@ -277,9 +290,13 @@ def run_harness(node: Path, entry: Path, url: str, run: Run, out: Path, timeout:
         except subprocess.TimeoutExpired:
             run.returncode = None
     run.seconds = time.monotonic() - started
-    for checks in sorted(run_dir.glob("*/checks.json")):
-        match = _DIR.match(checks.parent.name)
-        scenario = match["scenario"] if match else checks.parent.name
+    for checks in sorted(run_dir.rglob("checks.json")):
+        relative = checks.parent.relative_to(run_dir)
+        match = _DIR.match(relative.name)
+        name = match["scenario"] if match else relative.name
+        if run.leg == "server":
+            name = name.removeprefix("server-")
+        scenario = "/".join([*relative.parent.parts, name])
         try:
             data = json.loads(checks.read_text())
         except ValueError as exc:
@@ -367,11 +384,44 @@ def server_runs(args: argparse.Namespace) -> list[Run]:
     return runs
 
 
+def client_runs(args: argparse.Namespace) -> list[Run]:
+    sets = requirement_sets("client")
+    versions = [args.spec_version] if args.spec_version else list(REQUIREMENTS)
+    if args.only:
+        strict = any(name == args.only for name, _ in CLIENT_EXTRA_SCENARIOS)
+        return [
+            Run(
+                f"client-{args.only}@{v}".replace("/", "_"),
+                ["--scenario", args.only, "--spec-version", v],
+                leg="client",
+                strict=strict,
+            )
+            for v in versions
+        ]
+    runs: list[Run] = []
+    for rev in versions:
+        scored, _ = sets[rev]
+        run = Run(f"client-requirements-{rev}", ["--requirements", rev], leg="client", scored=set(scored))
+        run.expected = list(scored)
+        runs.append(run)
+    for name, rev in CLIENT_EXTRA_SCENARIOS:
+        if rev in versions:
+            runs.append(
+                Run(
+                    f"client-{name}@{rev}",
+                    ["--scenario", name, "--spec-version", rev],
+                    leg="client",
+                    strict=True,
+                )
+            )
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--leg", choices=["server", "client"], default="server")
+    parser.add_argument("--leg", choices=["server", "client", "all"], default="server")
     parser.add_argument("--only", metavar="SCENARIO", help="run just this scenario (at each spec version)")
     parser.add_argument("--spec-version", choices=REQUIREMENTS, help="limit the runs to one revision")
     parser.add_argument("--port", type=int, default=0, help="port for the server (default: a free one)")
@@ -392,16 +442,14 @@ def main() -> int:
     log(f"setup: {time.monotonic() - started:.1f} s")
     if args.setup_only:
         return 0
-    if args.leg == "client":
-        log("the client leg is not wired up yet")
-        return 2
-
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    runs = server_runs(args)
+    runs = (server_runs(args) if args.leg in ("server", "all") else []) + (
+        client_runs(args) if args.leg in ("client", "all") else []
+    )
     proc = None
     url = args.url
-    if url is None:
+    if url is None and any(run.leg == "server" for run in runs):
         port = args.port or free_port()
         try:
             proc = start_server(port, out / "server.log")

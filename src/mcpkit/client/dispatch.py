@@ -85,7 +85,8 @@ class ClientHandlers:
             return _as_result(await _maybe_await(self.sampling(sampling)), t.CreateMessageResult)
         if method == "elicitation/create" and self.elicitation is not None:
             elicit = _decode(params, t.ElicitParams)
-            return _as_result(await _maybe_await(self.elicitation(elicit)), t.ElicitResult)
+            result = _as_result(await _maybe_await(self.elicitation(elicit)), t.ElicitResult)
+            return _with_defaults(result, elicit.requested_schema)
         if method == "roots/list" and self.roots is not None:
             return t.ListRootsResult(roots=await self.list_roots())
         raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -101,6 +102,21 @@ class ClientHandlers:
             await _maybe_await(self.on_log(msgspec.convert(params, t.LoggingMessageParams)))
         if self.on_notification is not None:
             await _maybe_await(self.on_notification(notification.method, params))
+
+
+def _with_defaults(result: t.ElicitResult, schema: Any) -> t.ElicitResult:
+    """Fill what the user left out from the schema's ``default``s (SEP-1034)."""
+    if result.action != "accept" or not isinstance(schema, dict):
+        return result
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return result
+    content = dict(result.content) if isinstance(result.content, dict) else {}
+    for name, prop in props.items():
+        if name not in content and isinstance(prop, dict) and "default" in prop:
+            content[name] = prop["default"]
+    result.content = content
+    return result
 
 
 def _decode(params: bytes | msgspec.Raw | dict[str, Any], tp: type[Any]) -> Any:
