@@ -27,6 +27,7 @@ unit: $(STAMP)
 
 bench-smoke: $(STAMP)
 	$(BIN)/python bench/stdio_bench.py --smoke
+	$(BIN)/python bench/http_bench.py --smoke
 
 test: lint typecheck unit bench-smoke conformance
 
@@ -39,6 +40,7 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/stdio_bench.py
+bench-http: $(STAMP) ; $(BIN)/python bench/http_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

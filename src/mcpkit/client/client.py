@@ -345,12 +345,23 @@ class Client:
         if session is None:
             raise RuntimeError("client is not connected")
         for _ in range(self.max_input_rounds + 1):
-            raw = await session.request(
-                method,
-                self._params(params),
-                timeout=timeout if timeout is not None else self.timeout,
-                on_progress=on_progress,
-            )
+            try:
+                raw = await session.request(
+                    method,
+                    self._params(params),
+                    timeout=timeout if timeout is not None else self.timeout,
+                    on_progress=on_progress,
+                )
+            except MCPError as exc:
+                if not self._adopt_supported_version(exc):
+                    raise
+                # basic/versioning: retry with a mutually supported version.
+                raw = await session.request(
+                    method,
+                    self._params(params),
+                    timeout=timeout if timeout is not None else self.timeout,
+                    on_progress=on_progress,
+                )
             if not self.is_modern or method not in _INPUT_METHODS:
                 return msgspec.json.decode(raw, type=result_type)
             peek = _peek.decode(raw)
@@ -363,6 +374,17 @@ class Client:
         raise MCPError(
             INVALID_REQUEST, f"{method}: still asking for input after {self.max_input_rounds} rounds"
         )
+
+    def _adopt_supported_version(self, exc: MCPError) -> bool:
+        """On -32022 from a modern server, switch to a version it supports (if any)."""
+        if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not self.is_modern or not isinstance(exc.data, dict):
+            return False
+        supported = exc.data.get("supported")
+        mutual = [v for v in MODERN_VERSIONS if isinstance(supported, list) and v.value in supported]
+        if not mutual or mutual[-1] == self.protocol_version:
+            return False
+        self.protocol_version = mutual[-1]
+        return True
 
     async def _answer_inputs(self, params: dict[str, Any], peek: _InputRequired) -> dict[str, Any]:
         """The retry's params: fulfil every input request, echo requestState byte-exact."""
