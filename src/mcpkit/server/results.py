@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import base64
-import mimetypes
+import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -22,7 +21,7 @@ _json = msgspec.json.Encoder()
 class _Media:
     """Binary media from a path or from bytes; ``format`` like "png" or a MIME type."""
 
-    path: str | Path | None = None
+    path: str | os.PathLike[str] | None = None
     data: bytes | None = None
     format: str | None = None
 
@@ -31,13 +30,20 @@ class _Media:
             raise ValueError("give exactly one of path or data")
 
     def _bytes(self) -> bytes:
-        return self.data if self.data is not None else Path(self.path).read_bytes()  # type: ignore[arg-type]
+        if self.data is not None:
+            return self.data
+        assert self.path is not None  # __post_init__ guarantees one of the two
+        with open(self.path, "rb") as f:
+            data: bytes = f.read()
+        return data
 
     def _mime(self, kind: str, default: str) -> str:
         if self.format:
             return self.format if "/" in self.format else f"{kind}/{self.format.lower()}"
         if self.path is not None:
-            guessed, _ = mimetypes.guess_type(str(self.path))
+            import mimetypes  # only media from files need it: keep it off the start-up path
+
+            guessed, _ = mimetypes.guess_type(os.fspath(self.path))
             if guessed:
                 return guessed
         return default
@@ -65,7 +71,7 @@ class File(_Media):
 
     def to_content(self) -> t.EmbeddedResource:
         mime = self._mime("application", "application/octet-stream")
-        uri = f"file://{Path(self.path).resolve()}" if self.path is not None else "data:"
+        uri = f"file://{os.path.realpath(self.path)}" if self.path is not None else "data:"
         if mime.startswith("text/"):
             return t.EmbeddedResource(
                 resource=t.ResourceContents(uri=uri, mime_type=mime, text=self._bytes().decode())

@@ -9,7 +9,6 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from ..protocol import http
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
@@ -125,9 +124,15 @@ class ToolRegistry:
     ) -> RegisteredTool:
         sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
         input_schema = _with_headers(input_schema or sig.input_schema, headers or {})
-        problem = http.invalid_x_mcp_headers(input_schema)
-        if problem is not None:
-            raise ValueError(f"tool {name or fn.__name__!r}: {problem}")
+        header_params = None
+        if headers or b"x-mcp-header" in msgspec.json.encode(input_schema):
+            # Only schemas that mention it pay for the HTTP rules (start-up time).
+            from ..protocol import http
+
+            problem = http.invalid_x_mcp_headers(input_schema)
+            if problem is not None:
+                raise ValueError(f"tool {name or fn.__name__!r}: {problem}")
+            header_params = http.header_params(input_schema) or None
         summary, _ = split_docstring(fn)
         tool_name = name or fn.__name__
         if isinstance(annotations, dict):
@@ -148,7 +153,7 @@ class ToolRegistry:
             sig,
             definition,
             None if sig.is_async else SyncRunner(fn, threaded),
-            http.header_params(input_schema) or None,
+            header_params,
         )
         self.tools[tool_name] = tool
         self._changed()
