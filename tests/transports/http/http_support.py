@@ -13,7 +13,7 @@ import itertools
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -380,7 +380,7 @@ async def asgi_request(
     out_headers: dict[str, str] = {}
     chunks: list[bytes] = []
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> MutableMapping[str, Any]:
         nonlocal sent_body
         if not sent_body:
             sent_body = True
@@ -388,7 +388,7 @@ async def asgi_request(
         await done.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]

@@ -109,9 +109,9 @@ async def make_target(route: str, client: httpx.AsyncClient, stack: contextlib.A
         return Target("GET", "/sse", {"accept": "text/event-stream"}, b"", 200)
     if route == "POST /messages/":
         session_id = await stack.enter_async_context(sse_session(client))
-        body = json.dumps(rpc(1, "ping")).encode()
+        ping = json.dumps(rpc(1, "ping")).encode()
         return Target(
-            "POST", f"/messages/?session_id={session_id}", {"content-type": "application/json"}, body, 202
+            "POST", f"/messages/?session_id={session_id}", {"content-type": "application/json"}, ping, 202
         )
     assert route == "GET /unknown"
     return Target("GET", "/unknown", {"accept": ACCEPT_BOTH}, b"", 404)
@@ -302,8 +302,10 @@ async def test_chunked_oversized_body_is_413(start_live: StartLive) -> None:
             yield b" " * 400
 
     async with live.client() as client:
-        response = await client.post("/mcp", content=streamed(), headers=legacy_headers(version=None))
-    assert response.status_code == 413
+        streamed_response = await client.post(
+            "/mcp", content=streamed(), headers=legacy_headers(version=None)
+        )
+    assert streamed_response.status_code == 413
 
 
 async def test_slow_body_is_408_and_others_keep_being_served(start_live: StartLive) -> None:
@@ -349,9 +351,9 @@ async def test_session_ids_are_unique_random_visible_ascii(live: LiveServer) -> 
         ids.append(response.headers["mcp-session-id"])
     async with live.client() as client:
         for _ in range(20):
-            response = await client.post("/mcp", json=initialize(), headers=legacy_headers(version=None))
-            assert response.status_code == 200
-            ids.append(response.headers["mcp-session-id"])
+            over_socket = await client.post("/mcp", json=initialize(), headers=legacy_headers(version=None))
+            assert over_socket.status_code == 200
+            ids.append(over_socket.headers["mcp-session-id"])
     assert len(ids) == 1000
     assert len(set(ids)) == 1000
     assert len(live.app.sessions) == 1000

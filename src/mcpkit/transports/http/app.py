@@ -338,6 +338,8 @@ class StreamableHTTPApp:
                 extra=extra,
             )
         finally:
+            # Idle time counts from the end of the last activity, not its start.
+            session.touch()
             if stream.finished and not stream.queue:
                 session.forget_stream(stream)
 
@@ -508,7 +510,10 @@ class StreamableHTTPApp:
                 raise HTTPFailure(404, "unknown Last-Event-ID")
             stream, seq = found
             stream.reopen(seq)
-            await self._stream_out(send, receive, session, stream)
+            try:
+                await self._stream_out(send, receive, session, stream)
+            finally:
+                session.touch()
             return
         standalone = session.standalone
         if session.get_connected:
@@ -519,6 +524,7 @@ class StreamableHTTPApp:
             await self._stream_out(send, receive, session, standalone)
         finally:
             session.get_connected = False
+            session.touch()
 
     async def _stream_out(
         self, send: Send, receive: Receive, session: HTTPSession, stream: ResponseStream
@@ -597,6 +603,8 @@ class StreamableHTTPApp:
         self.server.stopping.set()
         for session in self.sessions:
             session.standalone.close()
+        if self.legacy_sse is not None:
+            await self.legacy_sse.drain()
         if self.in_flight:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.settings.shutdown_grace if grace is None else grace):

@@ -6,6 +6,7 @@ POST messages to; every server message then arrives on that one stream.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs
 
@@ -41,6 +42,15 @@ class LegacySSE:
             await self._message(scope, receive, send, headers)
             return True
         return False
+
+    async def drain(self) -> None:
+        """End every stream once its in-flight calls have answered on it."""
+        sessions = list(self.sessions.values())
+        pending = [task for s in sessions for task in s.engine._in_flight.values()]
+        if pending:
+            await asyncio.wait(pending, timeout=self.app.settings.shutdown_grace)
+        for session in sessions:
+            session.standalone.close()
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         settings = self.app.settings

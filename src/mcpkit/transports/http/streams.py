@@ -171,7 +171,15 @@ async def pump_sse(
         if preamble is not None:
             await send({"type": "http.response.body", "body": preamble, "more_body": True})
         if resumable:
-            prime = f"{stream.stream_id}_{first.seq - 1 if first else stream.seq}"
+            # The priming id is the last message the client has: resuming from it
+            # must replay everything still to come, including what is queued now.
+            if first is not None:
+                last_had = first.seq - 1
+            elif stream.queue:
+                last_had = stream.queue[0].seq - 1
+            else:
+                last_had = stream.seq
+            prime = f"{stream.stream_id}_{last_had}"
             await send(
                 {
                     "type": "http.response.body",
