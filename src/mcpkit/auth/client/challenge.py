@@ -19,6 +19,9 @@ _WS = re.compile(r"[ \t]*")
 _SEP = re.compile(r"[ \t,]*")
 _PARAM_START = re.compile(r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+)[ \t]*=[ \t]*")
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+#: Unquoted values: RFC 9110 wants a token, but servers send ``scope=mcp:basic`` — accept
+#: anything up to whitespace or a comma (not starting with "=", which marks token68 padding).
+_BARE_VALUE = re.compile(r'[^\s,"=][^\s,"]*')
 _TOKEN68 = re.compile(r"[A-Za-z0-9\-._~+/]+=*(?=[ \t]*(?:,|$))")
 _UNESCAPE = re.compile(r"\\(.)")
 
@@ -40,7 +43,7 @@ def _param_at(text: str, pos: int) -> tuple[str, str, int] | None:
     quoted = _QUOTED.match(text, start.end())
     if quoted is not None:
         return start.group(1).lower(), _UNESCAPE.sub(r"\1", quoted.group(1)), quoted.end()
-    token = _TOKEN.match(text, start.end())
+    token = _BARE_VALUE.match(text, start.end())
     if token is not None:
         return start.group(1).lower(), token.group(0), token.end()
     return None

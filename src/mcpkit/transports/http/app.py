@@ -296,7 +296,8 @@ class StreamableHTTPApp:
         extra: list[tuple[bytes, bytes]] = []
         if session_id is None:
             # Only initialize reaches here without a session (see _post).
-            if len(self.sessions) >= self.settings.max_sessions:
+            sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
+            if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
                 raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
             session = HTTPSession(
                 self.server, new_session_id(), self.settings.stream_queue_limit, self.settings.replay_events

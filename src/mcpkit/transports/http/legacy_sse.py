@@ -54,7 +54,7 @@ class LegacySSE:
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         settings = self.app.settings
-        if len(self.sessions) >= settings.max_sessions:
+        if len(self.sessions) + len(self.app.sessions) >= settings.max_sessions:
             raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
         session = HTTPSession(self.app.server, new_session_id(), settings.stream_queue_limit, 0)
         session.single_stream = True

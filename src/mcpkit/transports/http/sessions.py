@@ -95,7 +95,16 @@ class HTTPSession:
         self.conn: ServerConnection = self.engine.dispatcher  # type: ignore[assignment]
         self.conn.stream_closer = self.close_request_stream
 
+    #: Resumable streams kept per session; the oldest abandoned ones go first.
+    MAX_STREAMS = 64
+
     def open_stream(self, request_id: int | str | None) -> ResponseStream:
+        if len(self.streams) >= self.MAX_STREAMS:
+            for old in list(self.streams.values()):
+                if old is not self.standalone and old.closed and old.request_id not in self.request_streams:
+                    self.forget_stream(old)
+                    if len(self.streams) < self.MAX_STREAMS:
+                        break
         self._counter += 1
         stream = ResponseStream(f"{self.id[:8]}{self._counter}", request_id, self.stream_limit, self.history)
         self.streams[stream.stream_id] = stream
