@@ -122,6 +122,7 @@ class MCPServer:
         threaded: bool | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
 
@@ -148,6 +149,7 @@ class MCPServer:
                 threaded=threaded,
                 headers=headers,
                 input_schema=input_schema,
+                scopes=frozenset(scopes),
             )
             return fn
 
@@ -156,6 +158,20 @@ class MCPServer:
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> None:
         """Register a tool without the decorator (same options as :meth:`tool`)."""
         self._tools.add(fn, **options)
+
+    def required_scopes(self, method: str, params: dict[str, Any]) -> frozenset[str]:
+        """The OAuth scopes a request needs (``scopes=`` of its tool, resource or prompt)."""
+        name = params.get("name")
+        if method == "tools/call" and isinstance(name, str):
+            tool = self._tools.tools.get(name)
+            return tool.scopes if tool is not None else frozenset()
+        if method == "prompts/get" and isinstance(name, str):
+            prompt = self._prompts.prompts.get(name)
+            return prompt.scopes if prompt is not None else frozenset()
+        uri = params.get("uri")
+        if method == "resources/read" and isinstance(uri, str):
+            return self._resources.scopes_for(uri)
+        return frozenset()
 
     def set_cache_policy(self, method: str, ttl_ms: int, scope: Literal["public", "private"]) -> None:
         """Cache hints for one method's results (``tools/list``, ``resources/read``…)."""
@@ -191,6 +207,7 @@ class MCPServer:
         meta: dict[str, Any] | None = None,
         ttl_ms: int | None = None,
         cache_scope: Literal["public", "private"] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a resource. ``{var}`` in the URI makes it a template whose
         variables are the function's parameters.
@@ -215,6 +232,7 @@ class MCPServer:
                 icons=icons,
                 meta=meta,
                 cache=cache,
+                scopes=frozenset(scopes),
             )
             return fn
 
@@ -231,13 +249,22 @@ class MCPServer:
         description: str | None = None,
         icons: list[t.Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register a prompt; its arguments are the function's parameters."""
         if callable(name):
             raise TypeError("use @server.prompt() with parentheses")
 
         def register(fn: F) -> F:
-            self._prompts.add(fn, name=name, title=title, description=description, icons=icons, meta=meta)
+            self._prompts.add(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                icons=icons,
+                meta=meta,
+                scopes=frozenset(scopes),
+            )
             return fn
 
         return register

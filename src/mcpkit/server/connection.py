@@ -28,6 +28,7 @@ from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.engine import Session
+from .auth import Principal
 from .bus import ChangeEvent
 from .context import Context
 from .mrtr import InputRequired, RoundTrip
@@ -56,6 +57,8 @@ class ServerConnection:
         #: Set by transports that can end a request's response stream early
         #: (legacy HTTP: the client then resumes with Last-Event-ID).
         self.stream_closer: Callable[[int | str], None] | None = None
+        #: The authenticated caller (HTTP with an authenticator), else None.
+        self.principal: Principal | None = None
         self.lifecycle = ServerLifecycle(server.versions)
         self.session: Session = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
@@ -232,7 +235,9 @@ def _round_trip(
     if not scope.is_modern:
         return None
     codec = conn.server.state_codec
-    trip = RoundTrip(codec.binding(method, target, arguments), principal=None)
+    # State is bound to the principal (mrtr "Server Requirements": reject another's state).
+    principal = conn.principal.key if conn.principal is not None else None
+    trip = RoundTrip(codec.binding(method, target, arguments), principal=principal)
     if params.request_state is not UNSET:
         trip.answers.update(codec.open(params.request_state, trip.binding, trip.principal))
     if params.input_responses is not UNSET:

@@ -12,6 +12,7 @@ from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, MCPError
 from ..protocol.lifecycle import RequestScope
 from ..protocol.types.client_features import LOG_LEVELS
+from .auth import Principal
 from .mrtr import InputRequired, RoundTrip
 
 if TYPE_CHECKING:
@@ -66,6 +67,11 @@ class Context:
     @property
     def client_capabilities(self) -> dict[str, Any]:
         return self._scope.client_capabilities
+
+    @property
+    def principal(self) -> Principal | None:
+        """Who is calling, when the transport authenticates (HTTP with OAuth)."""
+        return self._conn.principal
 
     @property
     def lifespan_context(self) -> Any:

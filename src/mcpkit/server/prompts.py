@@ -43,6 +43,7 @@ class _Entry:
     args: TextArgs
     definition: t.Prompt
     runner: SyncRunner | None
+    scopes: frozenset[str] = frozenset()
 
 
 class PromptRegistry:
@@ -59,6 +60,7 @@ class PromptRegistry:
         description: str | None = None,
         icons: list[t.Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        scopes: frozenset[str] = frozenset(),
     ) -> None:
         args = TextArgs(fn, (Context,))
         summary, param_docs = split_docstring(fn)
@@ -79,7 +81,9 @@ class PromptRegistry:
             icons=_u(icons),
             meta=_u(meta),
         )
-        self.prompts[prompt_name] = _Entry(fn, args, definition, None if args.is_async else SyncRunner(fn))
+        self.prompts[prompt_name] = _Entry(
+            fn, args, definition, None if args.is_async else SyncRunner(fn), scopes
+        )
         if self.on_change is not None:
             self.on_change()
 

@@ -95,6 +95,7 @@ class _Entry:
     runner: SyncRunner | None
     #: (ttlMs, cacheScope) for reads of this resource, else the server's policy.
     cache: tuple[int, CacheScope] | None = None
+    scopes: frozenset[str] = frozenset()
 
 
 class ResourceRegistry:
@@ -117,11 +118,12 @@ class ResourceRegistry:
         icons: list[t.Icon] | None = None,
         meta: dict[str, Any] | None = None,
         cache: tuple[int, CacheScope] | None = None,
+        scopes: frozenset[str] = frozenset(),
     ) -> None:
         args = TextArgs(fn, (Context,))
         summary, _ = split_docstring(fn)
         desc = description if description is not None else summary
-        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn), cache)
+        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn), cache, scopes)
         common: dict[str, Any] = {
             "name": name or getattr(fn, "__name__", uri),
             "title": _u(title),
@@ -156,6 +158,15 @@ class ResourceRegistry:
     def _changed(self) -> None:
         if self.on_change is not None:
             self.on_change()
+
+    def scopes_for(self, uri: str) -> frozenset[str]:
+        found = self.resources.get(uri)
+        if found is not None:
+            return found[1].scopes
+        for _, matcher, entry in self.templates:
+            if matcher.match(uri) is not None:
+                return entry.scopes
+        return frozenset()
 
     def exists(self, uri: str) -> bool:
         return uri in self.resources or any(m.match(uri) is not None for _, m, _ in self.templates)

@@ -28,6 +28,8 @@ class RegisteredTool:
     runner: SyncRunner | None = None
     #: ``x-mcp-header`` name (lower-case) -> argument path, for Mcp-Param-* checks.
     header_params: dict[str, tuple[str, ...]] | None = None
+    #: OAuth scopes a caller needs (HTTP with an authenticator).
+    scopes: frozenset[str] = frozenset()
 
     @property
     def runs_inline(self) -> bool:
@@ -121,6 +123,7 @@ class ToolRegistry:
         threaded: bool | None = None,
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
+        scopes: frozenset[str] = frozenset(),
     ) -> RegisteredTool:
         sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
         input_schema = _with_headers(input_schema or sig.input_schema, headers or {})
@@ -154,6 +157,7 @@ class ToolRegistry:
             definition,
             None if sig.is_async else SyncRunner(fn, threaded),
             header_params,
+            scopes,
         )
         self.tools[tool_name] = tool
         self._changed()

@@ -31,7 +31,9 @@ from ...protocol.framing import Oversized
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.versions import ProtocolVersion, parse_version
+from ...server.auth import Authenticator, AuthError, Principal
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
+from .principal import current_principal
 from .sessions import HTTPSession, InMemorySessionStore, SessionStore, new_session_id
 from .streams import ResponseStream, StreamItem, pump_sse
 
@@ -44,6 +46,8 @@ __all__ = ["HTTPSettings", "StreamableHTTPApp"]
 logger = logging.getLogger("mcpkit.http")
 
 _JSON = b"application/json"
+_principal = current_principal
+_PRM_PATH = "/.well-known/oauth-protected-resource"
 
 
 @dataclass
@@ -78,6 +82,11 @@ class HTTPSettings:
     #: Legacy HTTP+SSE (2024-11-05) endpoints; None disables them.
     sse_path: str | None = "/sse"
     message_path: str = "/messages/"
+    #: An OAuth resource server (e.g. ``mcpkit.auth.server``): every MCP route
+    #: then needs a valid bearer token, and the protected-resource metadata is served.
+    auth: Authenticator | None = None
+    #: The canonical URL of the endpoint, tokens' audience; by default from the request.
+    resource_url: str | None = None
 
 
 class _SingleChannel:
@@ -163,6 +172,12 @@ class StreamableHTTPApp:
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         path = _route_path(scope)
         method = scope["method"]
+        auth = self.settings.auth
+        if auth is not None:
+            if path.startswith(_PRM_PATH):
+                await self._resource_metadata(path, method, scope, headers, send)
+                return
+            _principal.set(await self._authenticate(auth, scope, headers))
         if path == self.settings.path or path == self.settings.path.rstrip("/") + "/":
             if method == "POST":
                 await self._post(receive, send, headers)
@@ -178,6 +193,58 @@ class StreamableHTTPApp:
         ):
             return
         raise HTTPFailure(404, "not found")
+
+    # -- authorization -------------------------------------------------------
+
+    def _session_for(self, session_id: str) -> HTTPSession | None:
+        """The session, if it exists and belongs to this caller.
+
+        A session created by one principal is invisible to every other: the
+        same 404 as an unknown id, so ids cannot be probed (CVE-2026-52869).
+        """
+        session = self.sessions.get(session_id)
+        if session is None:
+            return None
+        principal = _principal.get()
+        if session.principal != (principal.key if principal is not None else None):
+            return None
+        return session
+
+    def resource_url(self, scope: Scope, headers: dict[str, str]) -> str:
+        """The endpoint's canonical URL (the tokens' audience)."""
+        if self.settings.resource_url is not None:
+            return self.settings.resource_url
+        scheme = scope.get("scheme", "http")
+        host = headers.get("host", "localhost")
+        return f"{scheme}://{host}{scope.get('root_path', '')}{self.settings.path}"
+
+    async def _authenticate(self, auth: Authenticator, scope: Scope, headers: dict[str, str]) -> Principal:
+        try:
+            return await auth.authenticate(headers.get("authorization"), self.resource_url(scope, headers))
+        except AuthError as exc:
+            raise _auth_failure(exc) from None
+
+    async def _resource_metadata(
+        self, path: str, method: str, scope: Scope, headers: dict[str, str], send: Send
+    ) -> None:
+        """RFC 9728 metadata, at the path-based URL and at the root (both are probed)."""
+        if method != "GET":
+            raise HTTPFailure(405, "method not allowed", headers=[(b"allow", b"GET")])
+        suffix = path[len(_PRM_PATH) :]
+        if suffix not in ("", "/", self.settings.path):
+            raise HTTPFailure(404, "not found")
+        assert self.settings.auth is not None
+        document = self.settings.auth.metadata(self.resource_url(scope, headers))
+        await respond(send, 200, msgspec.json.encode(document), headers=[(b"cache-control", b"max-age=300")])
+
+    def _check_scopes(self, principal: Principal | None, method: str, params: Any) -> None:
+        """403 insufficient_scope before dispatch when the target needs more scopes."""
+        auth = self.settings.auth
+        if auth is None or principal is None or not isinstance(params, dict):
+            return
+        required = self.server.required_scopes(method, params)
+        if required and not required <= principal.scopes:
+            raise _auth_failure(auth.insufficient_scope(required, self.settings.resource_url or ""))
 
     # -- POST ----------------------------------------------------------------
 
@@ -250,6 +317,7 @@ class StreamableHTTPApp:
             if message.method in LEGACY_ONLY_METHODS:
                 # Removed in 2026-07-28 (initialize included: this request is modern).
                 raise MCPError.method_not_found(message.method)
+            self._check_scopes(_principal.get(), message.method, params)
         except MCPError as exc:
             await _jsonrpc_error(
                 send, h.status_for_error(exc.code, modern=True), message.id, exc.code, exc.message
@@ -260,6 +328,7 @@ class StreamableHTTPApp:
             return
         stream = ResponseStream("m", message.id, self.settings.stream_queue_limit)
         engine = self.server.connect(_SingleChannel(stream), stateless=True)
+        engine.dispatcher.principal = _principal.get()  # type: ignore[attr-defined]
         engine.feed_message(message)
         await self._answer(stream, engine, message.id, receive, send, json_ok, sse_ok, modern=True)
 
@@ -299,13 +368,18 @@ class StreamableHTTPApp:
             sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
             if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
                 raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
+            principal = _principal.get()
             session = HTTPSession(
-                self.server, new_session_id(), self.settings.stream_queue_limit, self.settings.replay_events
+                self.server,
+                new_session_id(),
+                self.settings.stream_queue_limit,
+                self.settings.replay_events,
+                principal=principal.key if principal is not None else None,
             )
             self.sessions.add(session)
             extra.append((b"mcp-session-id", session.id.encode()))
         else:
-            found = self.sessions.get(session_id)
+            found = self._session_for(session_id)
             if found is None:
                 await _jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
@@ -314,10 +388,14 @@ class StreamableHTTPApp:
                 await _jsonrpc_error(send, 400, message.id, INVALID_REQUEST, "Session already initialized")
                 return
         session.touch()
+        session.conn.principal = _principal.get()  # the latest token's scopes (step-up)
         if not isinstance(message, Request):
             session.engine.feed_message(message)
             await respond(send, 202, headers=extra)
             return
+        if self.settings.auth is not None and message.params is not None:
+            with contextlib.suppress(msgspec.DecodeError):
+                self._check_scopes(_principal.get(), message.method, _any.decode(message.params))
         if message.id in session.request_streams or session.engine.in_flight(message.id):
             await _jsonrpc_error(
                 send, 200, message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
@@ -374,7 +452,7 @@ class StreamableHTTPApp:
         version: ProtocolVersion | None,
     ) -> None:
         """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
-        session = self.sessions.get(headers.get(h.SESSION_ID, ""))
+        session = self._session_for(headers.get(h.SESSION_ID, ""))
         if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
             await _jsonrpc_error(
                 send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted"
@@ -500,7 +578,7 @@ class StreamableHTTPApp:
             raise HTTPFailure(405, "GET needs a legacy session", headers=[(b"allow", b"POST")])
         if "text/event-stream" not in headers.get("accept", "") and "*/*" not in headers.get("accept", ""):
             raise HTTPFailure(406, "Accept must include text/event-stream")
-        session = self.sessions.get(session_id)
+        session = self._session_for(session_id)
         if session is None:
             raise HTTPFailure(404, "Session not found")
         session.touch()
@@ -547,9 +625,10 @@ class StreamableHTTPApp:
         session_id = headers.get(h.SESSION_ID)
         if session_id is None or self.settings.stateless:
             raise HTTPFailure(405, "DELETE needs a legacy session", headers=[(b"allow", b"POST")])
-        session = self.sessions.remove(session_id)
+        session = self._session_for(session_id)
         if session is None:
             raise HTTPFailure(404, "Session not found")
+        self.sessions.remove(session_id)
         await session.close()
         await respond(send, 200)
 
@@ -623,6 +702,12 @@ class StreamableHTTPApp:
 
 
 # -- helpers --------------------------------------------------------------------------
+
+
+def _auth_failure(exc: AuthError) -> HTTPFailure:
+    return HTTPFailure(
+        exc.status, exc.message, headers=[(b"www-authenticate", exc.www_authenticate.encode())]
+    )
 
 
 def _route_path(scope: Scope) -> str:

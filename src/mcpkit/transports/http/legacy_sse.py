@@ -13,6 +13,7 @@ from urllib.parse import parse_qs
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST, ProtocolError
 from .asgi import HTTPFailure, Receive, Scope, Send, read_body, respond
+from .principal import current_principal as _principal
 from .sessions import HTTPSession, new_session_id
 from .streams import pump_sse
 
@@ -56,7 +57,15 @@ class LegacySSE:
         settings = self.app.settings
         if len(self.sessions) + len(self.app.sessions) >= settings.max_sessions:
             raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
-        session = HTTPSession(self.app.server, new_session_id(), settings.stream_queue_limit, 0)
+        principal = _principal.get()
+        session = HTTPSession(
+            self.app.server,
+            new_session_id(),
+            settings.stream_queue_limit,
+            0,
+            principal=principal.key if principal is not None else None,
+        )
+        session.conn.principal = principal
         session.single_stream = True
         session.standalone.closed = False
         self.sessions[session.id] = session
@@ -81,8 +90,10 @@ class LegacySSE:
     async def _message(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         session = self.sessions.get((query.get("session_id") or [""])[0])
-        if session is None:
+        principal = _principal.get()
+        if session is None or session.principal != (principal.key if principal is not None else None):
             raise HTTPFailure(404, "Session not found")
+        session.conn.principal = principal
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
             raise HTTPFailure(415, "Content-Type must be application/json")
         body = await read_body(

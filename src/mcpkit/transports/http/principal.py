@@ -1,0 +1,11 @@
+"""The authenticated caller of the HTTP request being handled (None without auth)."""
+
+from __future__ import annotations
+
+import contextvars
+
+from ...server.auth import Principal
+
+current_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "mcpkit_principal", default=None
+)
