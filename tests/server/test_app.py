@@ -389,3 +389,56 @@ async def test_cache_hints_per_server_method_and_resource() -> None:
         assert (live_read["ttlMs"], live_read["cacheScope"]) == (0, "private")
     with pytest.raises(ValueError):
         server.set_cache_policy("tools/list", -1, "public")
+
+
+async def test_raw_registration_and_listen_api() -> None:
+    server = MCPServer("raw")
+    seen: list[tuple[str, dict[str, object]]] = []
+
+    async def proxy(arguments: dict[str, object], ctx: Context) -> t.CallToolResult:
+        return t.CallToolResult(content=[t.TextContent(text=f"got {sorted(arguments)}")])
+
+    server.add_raw_tool(
+        t.Tool(
+            name="proxy",
+            input_schema={
+                "type": "object",
+                "properties": {"from": {"type": "string"}, "user-id": {"type": "integer"}},
+            },
+            output_schema={"type": "object"},
+        ),
+        proxy,
+    )
+
+    async def render(arguments: dict[str, str], ctx: Context) -> t.GetPromptResult:
+        return t.GetPromptResult(messages=[UserMessage(arguments["topic"])])
+
+    server.add_raw_prompt(
+        t.Prompt(name="p", arguments=[t.PromptArgument(name="topic", required=True)]), render
+    )
+
+    async def read(uri: str, ctx: Context) -> list[t.ResourceContents]:
+        return [t.ResourceContents(uri=uri, text=uri.upper())]
+
+    server.add_raw_resource(t.ResourceTemplate(uri_template="raw://{a}/{+rest}", name="raw"), read)
+
+    async with connect(server, protocol="modern", notification_handler=lambda m, p: seen.append((m, p))) as c:
+        tools = await c.list_tools()
+        assert tools[0].output_schema == {"type": "object"}
+        result = await c.call_tool("proxy", {"from": "x", "user-id": 1, "extra": True})
+        assert result.content[0].text == "got ['extra', 'from', 'user-id']"  # type: ignore[union-attr]
+        assert (await c.get_prompt("p", {"topic": "hi"})).messages[0].content.text == "hi"  # type: ignore
+        with pytest.raises(MCPError):
+            await c.get_prompt("p", {})
+        assert (await c.read_resource("raw://a/b/c")).contents[0].text == "RAW://A/B/C"
+        sub = await c.listen(tools=True)
+        assert sub.acknowledged == {"toolsListChanged": True} and sub.active
+        server.remove_tool("proxy")
+        for _ in range(50):
+            if any(m == "notifications/tools/list_changed" for m, _ in seen):
+                break
+            await asyncio.sleep(0.01)
+        changed = [p for m, p in seen if m == "notifications/tools/list_changed"]
+        assert changed and changed[0]["_meta"] == {"io.modelcontextprotocol/subscriptionId": sub.id}
+        await sub.close()
+        assert not sub.active

@@ -33,7 +33,7 @@ from .dispatch import (
 if TYPE_CHECKING:
     from ..server.app import MCPServer
 
-__all__ = ["Client", "ProtocolMode"]
+__all__ = ["Client", "ProtocolMode", "Subscription"]
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -116,6 +116,7 @@ class Client:
         self._headers = dict(headers or {})
         self._transport = transport
         self._session: Session | None = None
+        self._listens = 0
         self._reader: asyncio.Task[None] | None = None
         self._server_task: asyncio.Task[None] | None = None
         self._stack: contextlib.AsyncExitStack | None = None
@@ -481,6 +482,51 @@ class Client:
             params["context"] = {"arguments": dict(context)}
         return (await self._call("completion/complete", params, t.CompleteResult)).completion
 
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        timeout: float | None = None,
+    ) -> Subscription:
+        """Open a ``subscriptions/listen`` stream (modern era): the chosen change
+        notifications then reach ``notification_handler``, tagged with the
+        subscription's id in ``_meta``. Returns once the server acknowledged.
+        """
+        session = self._session
+        if session is None or not self.is_modern:
+            raise RuntimeError("subscriptions/listen needs a connected modern-era client")
+        self._listens += 1
+        sid = f"listen-{self._listens}"
+        wanted: dict[str, Any] = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        acked = self.handlers.expect_ack(sid)
+        task = asyncio.ensure_future(
+            session.request(
+                "subscriptions/listen", self._params({"notifications": wanted}), timeout=None, request_id=sid
+            )
+        )
+        try:
+            async with asyncio.timeout(timeout if timeout is not None else self.timeout):
+                waiting: list[asyncio.Future[Any]] = [acked, task]
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if task in done and not acked.done():
+                task.result()  # an error answer: raise it
+                raise MCPError(INVALID_REQUEST, "subscriptions/listen ended before it was acknowledged")
+        except BaseException:
+            task.cancel()
+            raise
+        return Subscription(sid, acked.result(), task)
+
     async def set_logging_level(self, level: t.LoggingLevel) -> None:
         """Legacy: ``logging/setLevel``. Modern: sent with every request instead."""
         self.log_level = level
@@ -504,6 +550,26 @@ class Client:
                 return items
             seen.add(nxt)
             cursor = nxt
+
+
+class Subscription:
+    """An open ``subscriptions/listen`` stream; :meth:`close` ends it."""
+
+    def __init__(self, subscription_id: str, acknowledged: dict[str, Any], task: asyncio.Future[Any]) -> None:
+        self.id = subscription_id
+        #: The filter the server agreed to honour.
+        self.acknowledged = acknowledged
+        self._task = task
+
+    @property
+    def active(self) -> bool:
+        return not self._task.done()
+
+    async def close(self) -> None:
+        """Cancel it (stdio: notifications/cancelled; HTTP: the stream is closed)."""
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
 
 
 def _is_channel(target: object) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -57,6 +58,13 @@ class ClientHandlers:
         self.roots = roots
         self.on_log = on_log
         self.on_notification = on_notification
+        self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
+
+    def expect_ack(self, subscription_id: str) -> asyncio.Future[dict[str, Any]]:
+        """A future for the acknowledgement of subscription ``subscription_id``."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._acks[subscription_id] = future
+        return future
 
     def capabilities(self) -> dict[str, Any]:
         caps: dict[str, Any] = {}
@@ -98,6 +106,11 @@ class ClientHandlers:
 
     async def handle_notification(self, session: Session, notification: Notification) -> None:
         params = decode_raw(notification.params) or {}
+        if notification.method == "notifications/subscriptions/acknowledged":
+            sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")
+            future = self._acks.pop(sid, None) if isinstance(sid, str) else None
+            if future is not None and not future.done():
+                future.set_result(params.get("notifications") or {})
         if notification.method == "notifications/message" and self.on_log is not None:
             await _maybe_await(self.on_log(msgspec.convert(params, t.LoggingMessageParams)))
         if self.on_notification is not None:

@@ -183,6 +183,40 @@ class MCPServer:
         """``(ttlMs, cacheScope)`` for a method's results (2026-07-28 CacheableResult)."""
         return self._cache.get(method, (self.cache_ttl_ms, self.cache_scope))
 
+    def add_raw_tool(
+        self,
+        definition: t.Tool,
+        handler: Callable[..., Awaitable[t.CallToolResult]],
+        *,
+        scopes: Sequence[str] = (),
+    ) -> None:
+        """Publish a ready-made tool definition verbatim (proxies, gateways).
+
+        ``handler(arguments=dict, ctx=Context)`` gets the arguments as they came
+        and returns a :class:`CallToolResult`; a tool of the same name is replaced.
+        """
+        self._tools.add_raw(definition, handler, scopes=frozenset(scopes))
+
+    def add_raw_prompt(
+        self,
+        definition: t.Prompt,
+        handler: Callable[..., Awaitable[t.GetPromptResult]],
+        *,
+        scopes: Sequence[str] = (),
+    ) -> None:
+        """Publish a ready-made prompt; ``handler(arguments=dict, ctx=Context)`` renders it."""
+        self._prompts.add_raw(definition, handler, scopes=frozenset(scopes))
+
+    def add_raw_resource(
+        self,
+        definition: t.Resource | t.ResourceTemplate,
+        reader: Callable[..., Awaitable[list[t.ResourceContents]]],
+        *,
+        scopes: Sequence[str] = (),
+    ) -> None:
+        """Publish a ready-made resource or template; ``reader(uri=str, ctx=Context)`` reads it."""
+        self._resources.add_raw(definition, reader, scopes=frozenset(scopes))
+
     def has_tool(self, name: str) -> bool:
         return name in self._tools.tools
 

@@ -15,7 +15,7 @@ from .context import Context
 from .results import to_content
 from .signature import split_docstring
 from .sync import SyncRunner
-from .textargs import TextArgs, TextArgumentError
+from .textargs import RawArgs, TextArgs, TextArgumentError
 
 __all__ = ["AssistantMessage", "PromptRegistry", "UserMessage"]
 
@@ -84,6 +84,15 @@ class PromptRegistry:
         self.prompts[prompt_name] = _Entry(
             fn, args, definition, None if args.is_async else SyncRunner(fn), scopes
         )
+        if self.on_change is not None:
+            self.on_change()
+
+    def add_raw(
+        self, definition: t.Prompt, handler: Callable[..., Any], *, scopes: frozenset[str] = frozenset()
+    ) -> None:
+        """Publish ``definition`` verbatim; ``handler(arguments=..., ctx=...)`` returns the result."""
+        required = [a.name for a in (definition.arguments or []) if a.required is True]
+        self.prompts[definition.name] = _Entry(handler, RawArgs(required), definition, None, scopes)  # type: ignore[arg-type]
         if self.on_change is not None:
             self.on_change()
 

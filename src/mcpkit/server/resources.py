@@ -15,7 +15,7 @@ from .context import Context
 from .results import json_text
 from .signature import split_docstring
 from .sync import SyncRunner
-from .textargs import TextArgs, TextArgumentError
+from .textargs import RawArgs, TextArgs, TextArgumentError
 
 __all__ = ["CacheScope", "ResourceNotFound", "ResourceRegistry", "UriTemplate"]
 
@@ -147,6 +147,23 @@ class ResourceRegistry:
             self.resources[uri] = (t.Resource(uri=uri, size=_u(size), **common), entry)
         self._changed()
 
+    def add_raw(
+        self,
+        definition: t.Resource | t.ResourceTemplate,
+        reader: Callable[..., Any],
+        *,
+        scopes: frozenset[str] = frozenset(),
+    ) -> None:
+        """Publish ``definition`` verbatim; ``reader(uri=..., ctx=...)`` returns its contents."""
+        entry = _Entry(reader, RawArgs([], wants_uri=True), None, None, None, scopes)  # type: ignore[arg-type]
+        if isinstance(definition, t.ResourceTemplate):
+            matcher = UriTemplate(definition.uri_template)
+            self.templates = [x for x in self.templates if x[0].uri_template != definition.uri_template]
+            self.templates.append((definition, matcher, entry))
+        else:
+            self.resources[definition.uri] = (definition, entry)
+        self._changed()
+
     def remove(self, uri: str) -> None:
         if self.resources.pop(uri, None) is None:
             before = len(self.templates)
@@ -192,6 +209,8 @@ class ResourceRegistry:
             raise ResourceNotFound(f"{uri}: {exc}") from None
         if entry.args.context_param is not None:
             kwargs[entry.args.context_param] = ctx
+        if entry.args.wants_uri:
+            kwargs["uri"] = uri
         value = await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs))
         return _contents(uri, value, entry.mime_type), entry.cache
 

@@ -23,7 +23,7 @@ import msgspec
 
 from .docstrings import split_docstring, unwrap
 
-__all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "split_docstring"]
+__all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "raw_signature", "split_docstring"]
 
 _REF = "#/$defs/{name}"
 _PYDANTIC_REF = "#/$defs/{model}"
@@ -474,6 +474,20 @@ def _is_async(fn: Any) -> bool:
         return True
     call = None if inspect.isroutine(target) or isinstance(target, type) else type(target).__call__
     return call is not None and inspect.iscoroutinefunction(call)
+
+
+def raw_signature(input_schema: dict[str, Any]) -> FunctionSignature:
+    """A signature that publishes ``input_schema`` verbatim and passes arguments
+    through unbound, as ``arguments=`` (with the context as ``ctx=``)."""
+    return FunctionSignature(
+        input_schema=input_schema,
+        output_schema=None,
+        wraps_output=False,
+        context_param="ctx",
+        is_async=True,
+        _bind=lambda arguments: {"arguments": dict(arguments or {})},
+        _dump=lambda value: value,
+    )
 
 
 def inspect_function(

@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-__all__ = ["TextArgs", "TextArgumentError"]
+__all__ = ["RawArgs", "TextArgs", "TextArgumentError"]
 
 
 class TextArgumentError(ValueError):
@@ -33,6 +33,7 @@ class TextArgs:
         hints = typing.get_type_hints(fn, include_extras=True)
         self.context_param: str | None = None
         self.params: list[TextParam] = []
+        self.wants_uri = False
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004
         )
@@ -83,3 +84,26 @@ def _description(tp: Any) -> str | None:
             if isinstance(desc, str):
                 return desc
     return None
+
+
+class RawArgs:
+    """Arguments passed through unconverted, for handlers registered with a
+    ready-made definition (proxies, gateways): the handler receives
+    ``arguments`` (a dict) or ``uri``, and ``ctx``."""
+
+    context_param = "ctx"
+    is_async = True
+
+    def __init__(self, required: list[str], *, wants_uri: bool = False) -> None:
+        self.params = [TextParam(name, str, True, None) for name in required]
+        self.wants_uri = wants_uri
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.params]
+
+    def bind(self, values: dict[str, str]) -> dict[str, Any]:
+        missing = [p.name for p in self.params if p.name not in values]
+        if missing:
+            raise TextArgumentError(f"Missing required argument '{missing[0]}'")
+        return {} if self.wants_uri else {"arguments": dict(values)}

@@ -14,7 +14,7 @@ from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
 from .mrtr import InputRequired
 from .results import CONTENT_LIKE, json_text, to_content
-from .signature import ArgumentError, FunctionSignature, inspect_function, split_docstring
+from .signature import ArgumentError, FunctionSignature, inspect_function, raw_signature, split_docstring
 from .sync import SyncRunner
 
 __all__ = ["RegisteredTool", "ToolRegistry"]
@@ -160,6 +160,26 @@ class ToolRegistry:
             scopes,
         )
         self.tools[tool_name] = tool
+        self._changed()
+        return tool
+
+    def add_raw(
+        self, definition: t.Tool, handler: Callable[..., Any], *, scopes: frozenset[str] = frozenset()
+    ) -> RegisteredTool:
+        """Publish ``definition`` verbatim (``outputSchema`` included); ``handler(arguments=...,
+        ctx=...)`` receives the arguments unbound and returns a :class:`CallToolResult`."""
+        header_params = None
+        if b"x-mcp-header" in msgspec.json.encode(definition.input_schema):
+            from ..protocol import http
+
+            problem = http.invalid_x_mcp_headers(definition.input_schema)
+            if problem is not None:
+                raise ValueError(f"tool {definition.name!r}: {problem}")
+            header_params = http.header_params(definition.input_schema) or None
+        tool = RegisteredTool(
+            handler, raw_signature(definition.input_schema), definition, None, header_params, scopes
+        )
+        self.tools[definition.name] = tool
         self._changed()
         return tool
 

@@ -306,6 +306,7 @@ class Session:
         timeout: float | _Default | None = DEFAULT,
         on_progress: ProgressCallback | None = None,
         related: int | str | None = None,
+        request_id: int | str | None = None,
     ) -> msgspec.Raw:
         """Send a request and wait for its raw result.
 
@@ -317,7 +318,9 @@ class Session:
         """
         if self._closed:
             raise SessionClosed("connection closed")
-        rid = next(self._ids)
+        rid = next(self._ids) if request_id is None else request_id
+        if rid in self._pending:
+            raise ValueError(f"request id {rid!r} is already in use")
         if on_progress is not None:
             params = dict(params or {})
             params["_meta"] = {**params.get("_meta", {}), "progressToken": rid}
@@ -343,7 +346,7 @@ class Session:
             self._pending.pop(rid, None)
             self._progress.pop(rid, None)
 
-    def _cancel_remote(self, rid: int, reason: str, related: int | str | None) -> None:
+    def _cancel_remote(self, rid: int | str, reason: str, related: int | str | None) -> None:
         if not self._closed:
             self.notify(_CANCELLED, {"requestId": rid, "reason": reason}, related)
 

@@ -1,0 +1,80 @@
+"""Watching a stdio server process: the end of its output, and its last words on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..transports.stdio import ProcessChannel
+
+__all__ = ["StderrTail", "WatchedChannel"]
+
+
+class WatchedChannel:
+    """A process channel that reports, synchronously, when the server's output ends.
+
+    Synchronously, so the backend is marked as restarting before the session
+    fails its pending requests: a caller that sees its call fail and tries
+    again must find the server restarting, not the dead connection.
+    """
+
+    def __init__(self, inner: ProcessChannel) -> None:
+        self.inner = inner
+        self.ended = False
+        self._on_eof: Callable[[], None] | None = None
+
+    def watch(self, on_eof: Callable[[], None]) -> None:
+        self._on_eof = on_eof
+        if self.ended:
+            on_eof()
+
+    async def read(self) -> Any:
+        batch = await self.inner.read()
+        if batch is None and not self.ended:
+            self.ended = True
+            if self._on_eof is not None:
+                self._on_eof()
+        return batch
+
+    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+        self.inner.write(data, related, final)
+
+    async def drain(self) -> None:
+        await self.inner.drain()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class StderrTail:
+    """Passes a server's stderr on (to ours, or to ``target``) and keeps its end.
+
+    The last line a server printed before it died ("ModuleNotFoundError: …")
+    is usually the reason it failed, so failures are reported with it.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self, target: Any = None) -> None:
+        self._target = target
+        self._data = b""
+
+    def sink(self, data: bytes) -> None:
+        self._data = (self._data + data)[-self.LIMIT :]
+        target = self._target
+        if callable(target):
+            target(data)
+        elif target is None:
+            sys.stderr.write(data.decode("utf-8", "replace"))
+        elif isinstance(target, int):
+            if target >= 0:  # subprocess.DEVNULL and friends are negative: dropped
+                os.write(target, data)
+        elif hasattr(target, "write"):
+            target.write(data if "b" in getattr(target, "mode", "") else data.decode("utf-8", "replace"))
+
+    def summary(self) -> str:
+        """``"; stderr: <last line>"``, or nothing."""
+        lines = [line.strip() for line in self._data.decode("utf-8", "replace").splitlines() if line.strip()]
+        return f"; stderr: {lines[-1][:200]}" if lines else ""
