@@ -36,7 +36,7 @@ conformance-setup: $(STAMP)
 	$(BIN)/python scripts/conformance.py --setup-only
 
 conformance: $(STAMP)
-	$(BIN)/python scripts/conformance.py
+	$(BIN)/python scripts/conformance.py --leg all
 
 bench: $(STAMP)
 	$(BIN)/python bench/stdio_bench.py

@@ -690,9 +690,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nFAILED: a server did not answer correctly; RESULTS.md not written.", file=sys.stderr)
         return 1
     if not args.smoke and not args.only:
-        RESULTS_PATH.write_text(report + "\n")
+        RESULTS_PATH.write_text(report + "\n" + _other_sections())
         print(f"\nwrote {RESULTS_PATH}", file=sys.stderr)
     return 0
+
+
+def _other_sections() -> str:
+    """Sections other benchmarks generated (between their markers), kept as they are."""
+    if not RESULTS_PATH.exists():
+        return ""
+    text = RESULTS_PATH.read_text()
+    start = text.find("<!-- http_bench: begin")
+    end_marker = "<!-- http_bench: end -->"
+    end = text.find(end_marker)
+    if start < 0 or end < start:
+        return ""
+    return "\n" + text[start : end + len(end_marker)] + "\n"
 
 
 if __name__ == "__main__":

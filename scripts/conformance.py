@@ -56,6 +56,8 @@ REQUIREMENTS = ("2025-11-25", "2026-07-28")
 CLIENT_EXTRA_SCENARIOS = (
     ("json-schema-2020-12-preservation", "2025-11-25"),
     ("json-schema-2020-12-preservation", "2026-07-28"),
+    ("auth/client-credentials-jwt", "2026-07-28"),
+    ("auth/client-credentials-basic", "2026-07-28"),
 )
 CLIENT_SCRIPT = ROOT / "tests" / "conformance" / "client.py"
 EXTRA_SCENARIOS = (
@@ -363,57 +365,34 @@ def describe(scenario: str, check: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def server_runs(args: argparse.Namespace) -> list[Run]:
-    sets = requirement_sets()
+def scenario_run(name: str, rev: str, leg: str, *, strict: bool) -> Run:
+    """One scenario at one wire; ``--force`` so extension scenarios run there too."""
+    prefix = "client-" if leg == "client" else ""
+    run = Run(
+        f"{prefix}{name}@{rev}".replace("/", "_"),
+        ["--scenario", name, "--spec-version", rev, "--force"],
+        leg=leg,
+        strict=strict,
+    )
+    run.expected = [name]  # a scenario that writes no checks.json fails, never passes
+    return run
+
+
+def leg_runs(args: argparse.Namespace, leg: str) -> list[Run]:
+    sets = requirement_sets(leg)
+    extras = CLIENT_EXTRA_SCENARIOS if leg == "client" else EXTRA_SCENARIOS
     versions = [args.spec_version] if args.spec_version else list(REQUIREMENTS)
     if args.only:
-        strict = any(name == args.only for name, _ in EXTRA_SCENARIOS)
-        return [
-            Run(f"{args.only}@{v}", ["--scenario", args.only, "--spec-version", v], strict=strict)
-            for v in versions
-        ]
+        strict = any(name == args.only for name, _ in extras)
+        return [scenario_run(args.only, v, leg, strict=strict) for v in versions]
     runs: list[Run] = []
+    prefix = "client-" if leg == "client" else ""
     for rev in versions:
         scored, not_scored = sets[rev]
-        run = Run(f"requirements-{rev}", ["--requirements", rev], scored=set(scored))
-        run.expected = scored + not_scored
+        run = Run(f"{prefix}requirements-{rev}", ["--requirements", rev], leg=leg, scored=set(scored))
+        run.expected = scored + (not_scored if leg == "server" else [])
         runs.append(run)
-    for name, rev in EXTRA_SCENARIOS:
-        if rev in versions:
-            runs.append(Run(f"{name}@{rev}", ["--scenario", name, "--spec-version", rev], strict=True))
-    return runs
-
-
-def client_runs(args: argparse.Namespace) -> list[Run]:
-    sets = requirement_sets("client")
-    versions = [args.spec_version] if args.spec_version else list(REQUIREMENTS)
-    if args.only:
-        strict = any(name == args.only for name, _ in CLIENT_EXTRA_SCENARIOS)
-        return [
-            Run(
-                f"client-{args.only}@{v}".replace("/", "_"),
-                ["--scenario", args.only, "--spec-version", v],
-                leg="client",
-                strict=strict,
-            )
-            for v in versions
-        ]
-    runs: list[Run] = []
-    for rev in versions:
-        scored, _ = sets[rev]
-        run = Run(f"client-requirements-{rev}", ["--requirements", rev], leg="client", scored=set(scored))
-        run.expected = list(scored)
-        runs.append(run)
-    for name, rev in CLIENT_EXTRA_SCENARIOS:
-        if rev in versions:
-            runs.append(
-                Run(
-                    f"client-{name}@{rev}",
-                    ["--scenario", name, "--spec-version", rev],
-                    leg="client",
-                    strict=True,
-                )
-            )
+    runs += [scenario_run(name, rev, leg, strict=True) for name, rev in extras if rev in versions]
     return runs
 
 
@@ -444,8 +423,8 @@ def main() -> int:
         return 0
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    runs = (server_runs(args) if args.leg in ("server", "all") else []) + (
-        client_runs(args) if args.leg in ("client", "all") else []
+    runs = (leg_runs(args, "server") if args.leg in ("server", "all") else []) + (
+        leg_runs(args, "client") if args.leg in ("client", "all") else []
     )
     proc = None
     url = args.url

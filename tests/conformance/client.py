@@ -45,8 +45,34 @@ def client_for(url: str, protocol: str, **options: Any) -> Client:
     )
 
 
+def auth_for(url: str, scenario: str, context: dict[str, Any]) -> Any:
+    """The library's OAuth client, configured from the scenario's context."""
+    if not scenario.startswith("auth/"):
+        return None
+    from mcpkit.auth.client import ClientCredentialsAuth, OAuthClientAuth
+
+    if scenario == "auth/client-credentials-jwt":
+        return ClientCredentialsAuth(
+            url,
+            client_id=context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm"),
+        )
+    if scenario == "auth/client-credentials-basic":
+        return ClientCredentialsAuth(
+            url, client_id=context["client_id"], client_secret=context["client_secret"]
+        )
+    return OAuthClientAuth(
+        url,
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        # The suite's Client ID Metadata Document URL (used when the AS supports CIMD).
+        client_metadata_url="https://conformance-test.local/client-metadata.json",
+    )
+
+
 async def run(url: str, scenario: str, protocol: str, context: dict[str, Any]) -> None:
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"auth": auth_for(url, scenario, context)}
     if scenario == "json-schema-ref-no-deref":
         protocol = "legacy"  # its mock speaks only the handshake lifecycle
     async with client_for(url, protocol, **options) as client:

@@ -94,6 +94,7 @@ class Client:
         max_input_rounds: int = 8,
         headers: Mapping[str, str] | None = None,
         transport: Literal["auto", "streamable-http", "sse"] = "auto",
+        auth: Any = None,
     ) -> None:
         self._target = target
         self._env = env
@@ -114,6 +115,8 @@ class Client:
         self.max_input_rounds = max_input_rounds
         self._stderr = stderr
         self._headers = dict(headers or {})
+        #: An ``httpx.Auth`` for HTTP targets, e.g. ``mcpkit.auth.OAuthClientAuth``.
+        self._auth = auth
         self._transport = transport
         self._session: Session | None = None
         self._listens = 0
@@ -176,10 +179,10 @@ class Client:
         from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
 
         if transport == "sse":
-            sse = SSEClientChannel(url, headers=self._headers)
+            sse = SSEClientChannel(url, headers=self._headers, auth=self._auth)
             await sse.connect()
             return sse
-        return StreamableHTTPChannel(url, headers=self._headers)
+        return StreamableHTTPChannel(url, headers=self._headers, auth=self._auth)
 
     @property
     def _url(self) -> str | None:

@@ -14,21 +14,29 @@ class SyncRunner:
     """Runs a synchronous handler without stalling the event loop.
 
     A sync function starts out in a worker thread. Once it has answered
-    ``TRIAL_CALLS`` times, each faster than ``INLINE_BELOW`` seconds, it is run
-    inline (a thread hop costs more than such a function does); the first inline
-    call slower than ``BACK_TO_THREAD_ABOVE`` sends it back to the thread for
-    good. Pass ``threaded=True`` (or False) to a decorator to pin the choice.
+    ``TRIAL_CALLS`` times in a row, each faster than ``INLINE_BELOW`` seconds,
+    it runs inline (a thread hop costs more than such a function does). An
+    inline call slower than ``BACK_TO_THREAD_ABOVE`` sends it back to the
+    thread, and it must then prove itself over twice as many calls; after
+    ``MAX_DEMOTIONS`` demotions, or ``MAX_SLOW_TRIALS`` slow trials, it keeps
+    its thread for good. One slow call (a GC pause, the machine being busy)
+    therefore costs a little, never the fast path for the process's lifetime.
+    Pass ``threaded=True`` (or False) to a decorator to pin the choice.
     """
 
     TRIAL_CALLS = 16
     INLINE_BELOW = 0.0005
     BACK_TO_THREAD_ABOVE = 0.002
+    MAX_DEMOTIONS = 3
+    MAX_SLOW_TRIALS = 3
 
-    __slots__ = ("fn", "inline", "pinned", "trials")
+    __slots__ = ("demotions", "fn", "inline", "pinned", "slow_trials", "trials")
 
     def __init__(self, fn: Callable[..., Any], threaded: bool | None = None) -> None:
         self.fn = fn
         self.trials = 0
+        self.slow_trials = 0
+        self.demotions = 0
         self.pinned = threaded is not None
         self.inline = threaded is False
 
@@ -42,7 +50,9 @@ class SyncRunner:
         finally:
             if time.perf_counter() - start > self.BACK_TO_THREAD_ABOVE:
                 self.inline = False
-                self.pinned = True
+                self.trials = 0
+                self.demotions += 1
+                self.pinned = self.demotions >= self.MAX_DEMOTIONS
 
     async def __call__(self, kwargs: dict[str, Any]) -> Any:
         if self.inline:
@@ -51,9 +61,11 @@ class SyncRunner:
         if not self.pinned:
             if took < self.INLINE_BELOW:
                 self.trials += 1
-                self.inline = self.trials >= self.TRIAL_CALLS
+                self.inline = self.trials >= self.TRIAL_CALLS << self.demotions
             else:
-                self.pinned = True  # shown to be slow: it keeps its thread
+                self.trials = 0
+                self.slow_trials += 1
+                self.pinned = self.slow_trials >= self.MAX_SLOW_TRIALS  # shown to be slow
         return result
 
     def _timed(self, kwargs: dict[str, Any]) -> tuple[Any, float]:

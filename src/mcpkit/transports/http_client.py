@@ -62,11 +62,20 @@ def _transport_error(request_id: int | str | None, status: int | None, message: 
 class _ChannelBase:
     """Inbox plumbing shared by both client transports."""
 
-    def __init__(self, url: str, headers: Mapping[str, str] | None, http: httpx.AsyncClient | None) -> None:
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None,
+        http: httpx.AsyncClient | None,
+        auth: httpx.Auth | None = None,
+    ) -> None:
         self.url = url
         self.headers = dict(headers or {})
         self._own_http = http is None
-        self.http = http or httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None), follow_redirects=False)
+        # Redirects are not followed: OAuth flows follow (and re-check) their own.
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, auth=auth
+        )
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
@@ -118,10 +127,11 @@ class StreamableHTTPChannel(_ChannelBase):
         *,
         headers: Mapping[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         max_reconnects: int = 5,
         default_retry_ms: int = 1000,
     ) -> None:
-        super().__init__(url, headers, http)
+        super().__init__(url, headers, http, auth)
         #: Set after ``initialize`` (legacy): sent as MCP-Protocol-Version.
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -227,8 +237,14 @@ class StreamableHTTPChannel(_ChannelBase):
         try:
             reply = _envelope.decode(body)
         except msgspec.DecodeError:
+            reply = None
+        if reply is None or (
+            isinstance(reply.result, msgspec.UnsetType) and not _is_error_object(reply.error)
+        ):
+            # Not a JSON-RPC response (e.g. {"error": "gone"} from a proxy): feeding it to
+            # the session would make it answer back and loop; report the HTTP failure.
             if isinstance(request_id, int | str):
-                self._push(_transport_error(request_id, status, f"HTTP {status}: unreadable body"))
+                self._push(_transport_error(request_id, status, f"HTTP {status} from {self.url}"))
             return
         if (
             reply.id is None
@@ -334,9 +350,10 @@ class SSEClientChannel(_ChannelBase):
         *,
         headers: Mapping[str, str] | None = None,
         http: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
         connect_timeout: float = 10.0,
     ) -> None:
-        super().__init__(url, headers, http)
+        super().__init__(url, headers, http, auth)
         self.endpoint: str | None = None
         self.connect_timeout = connect_timeout
         self._ready = asyncio.Event()
@@ -416,6 +433,16 @@ def _request_id(message: _Envelope) -> int | str | None:
 def _origin(url: str) -> tuple[str, str]:
     parts = httpx.URL(url)
     return parts.scheme, parts.netloc.decode()
+
+
+def _is_error_object(raw: msgspec.Raw | msgspec.UnsetType) -> bool:
+    if isinstance(raw, msgspec.UnsetType):
+        return False
+    try:
+        error = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(error, dict) and isinstance(error.get("code"), int)
 
 
 def _code_and_message(raw: msgspec.Raw) -> tuple[int, str]:

@@ -166,10 +166,14 @@ async def pump_sse(
         stream.close()
         on_disconnect()
 
-    watcher = asyncio.ensure_future(_watch_disconnect(receive, disconnected))
+    # An answer that is already complete needs no watching for the client leaving.
+    watcher = (
+        None
+        if first is not None and first.final
+        else asyncio.ensure_future(_watch_disconnect(receive, disconnected))
+    )
+    head = preamble or b""
     try:
-        if preamble is not None:
-            await send({"type": "http.response.body", "body": preamble, "more_body": True})
         if resumable:
             # The priming id is the last message the client has: resuming from it
             # must replay everything still to come, including what is queued now.
@@ -179,18 +183,15 @@ async def pump_sse(
                 last_had = stream.queue[0].seq - 1
             else:
                 last_had = stream.seq
-            prime = f"{stream.stream_id}_{last_had}"
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": b"id: "
-                    + prime.encode()
-                    + b"\nretry: "
-                    + str(retry_ms or 1000).encode()
-                    + b"\ndata: \n\n",
-                    "more_body": True,
-                }
+            retry = str(retry_ms or 1000).encode()
+            head += (
+                b"id: " + f"{stream.stream_id}_{last_had}".encode() + b"\nretry: " + retry + b"\ndata: \n\n"
             )
+        if head and first is None:
+            # Nothing to send with it yet: the client must see it now (the legacy
+            # endpoint event is what it waits for before sending anything).
+            await send({"type": "http.response.body", "body": head, "more_body": True})
+            head = b""
         item = first
         while True:
             if item is None:
@@ -200,18 +201,16 @@ async def pump_sse(
                         break
                     await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
                     continue
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": sse_event(item.data, event_id(item.seq)),
-                    "more_body": True,
-                }
-            )
+            body = sse_event(item.data, event_id(item.seq))
+            if head:  # the priming event shares the first write with the first message
+                body, head = head + body, b""
+            await send({"type": "http.response.body", "body": body, "more_body": True})
             if item.final:
                 break
             item = None
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await watcher
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await watcher
