@@ -1,4 +1,5 @@
-"""MCP authorization (OAuth 2.1). Client side: :mod:`mcpkit.auth.client`.
+"""MCP authorization (OAuth 2.1): the client (:mod:`mcpkit.auth.client`) and the
+resource server (:mod:`mcpkit.auth.server`).
 
 Names are re-exported lazily so ``import mcpkit.auth`` costs nothing and does not
 need the ``http`` extra until a name is used.
@@ -19,20 +20,53 @@ if TYPE_CHECKING:
         OAuthClientAuth,
         OAuthError,
     )
+    from .server import (
+        BearerAuthenticator,
+        IntrospectionVerifier,
+        JWTVerifier,
+        StaticTokenVerifier,
+        TokenVerificationError,
+        TokenVerifier,
+        VerifierUnavailableError,
+        bearer_auth,
+        jwt_auth,
+    )
 
+
+_SERVER = {
+    "BearerAuthenticator",
+    "IntrospectionVerifier",
+    "JWTVerifier",
+    "StaticTokenVerifier",
+    "TokenVerificationError",
+    "TokenVerifier",
+    "VerifierUnavailableError",
+    "bearer_auth",
+    "jwt_auth",
+}
 
 __all__ = [
+    "BearerAuthenticator",
     "BrowserAuthorizationHandler",
     "ClientCredentialsAuth",
     "FileTokenStore",
     "HeadlessAuthorizationHandler",
     "InMemoryTokenStore",
+    "IntrospectionVerifier",
+    "JWTVerifier",
     "OAuthClientAuth",
     "OAuthError",
+    "StaticTokenVerifier",
+    "TokenVerificationError",
+    "TokenVerifier",
+    "VerifierUnavailableError",
+    "bearer_auth",
+    "jwt_auth",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(importlib.import_module(".client", __name__), name)
+        module = ".server" if name in _SERVER else ".client"
+        return getattr(importlib.import_module(module, __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import Iterable
@@ -47,6 +48,8 @@ logger = logging.getLogger("mcpkit.http")
 
 _JSON = b"application/json"
 _principal = current_principal
+#: The endpoint URL the current request's token must be meant for.
+_resource: contextvars.ContextVar[str] = contextvars.ContextVar("mcpkit_resource", default="")
 _PRM_PATH = "/.well-known/oauth-protected-resource"
 
 
@@ -125,6 +128,13 @@ class StreamableHTTPApp:
         self.server = server
         self.settings = settings = settings or HTTPSettings()
         self.policy = h.OriginPolicy(settings.host, settings.allowed_hosts, settings.allowed_origins)
+        if settings.auth is not None and settings.resource_url is None and self.policy.any_host:
+            # The audience would come from whatever Host a caller sends: a token minted
+            # for another server could pass. Refuse rather than guess.
+            raise ValueError(
+                "HTTP auth on a non-loopback bind needs resource_url= (the endpoint's canonical URL) "
+                "or allowed_hosts="
+            )
         self.sessions = settings.session_store
         self.draining = False
         self.in_flight = 0
@@ -177,6 +187,7 @@ class StreamableHTTPApp:
             if path.startswith(_PRM_PATH):
                 await self._resource_metadata(path, method, scope, headers, send)
                 return
+            _resource.set(self.resource_url(scope, headers))
             _principal.set(await self._authenticate(auth, scope, headers))
         if path == self.settings.path or path == self.settings.path.rstrip("/") + "/":
             if method == "POST":
@@ -244,7 +255,7 @@ class StreamableHTTPApp:
             return
         required = self.server.required_scopes(method, params)
         if required and not required <= principal.scopes:
-            raise _auth_failure(auth.insufficient_scope(required, self.settings.resource_url or ""))
+            raise _auth_failure(auth.insufficient_scope(required, _resource.get()))
 
     # -- POST ----------------------------------------------------------------
 
@@ -693,6 +704,9 @@ class StreamableHTTPApp:
     async def shutdown(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
+        close_auth = getattr(self.settings.auth, "aclose", None)
+        if close_auth is not None:
+            await close_auth()
         for session in self.sessions:
             self.sessions.remove(session.id)
             await session.close()
