@@ -1,8 +1,10 @@
-"""Benchmark of stdio ``tools/call`` round trips: mcpkit vs the official SDK vs a hand-written floor.
+"""Benchmark of stdio ``tools/call`` round trips: mcpkit vs its peers and the floors.
 
 Method (docs: /work/shared/docs/performance-anchors.md, sections 1-2 and 4):
 
-* Three servers, each serving one tool ``echo(text: str) -> str`` (``bench/servers/``).
+* Peers (``bench/peers.py``), each serving one tool ``echo(text: str) -> str`` from ``bench/servers/``:
+  mcpkit, the official Python SDK (``mcp``), FastMCP (own venv), the TypeScript SDK (node), and the
+  hand-written floors ``floor-py`` (orjson) and ``floor-node`` (``JSON.parse``/``JSON.stringify``).
 * One neutral raw client (this file) spawns each server over asyncio subprocess pipes and writes
   newline-delimited JSON-RPC by hand with orjson: ``initialize`` (protocol 2025-11-25) +
   ``notifications/initialized`` + one ``tools/list``; 50 untimed warm-up calls; N sequential
@@ -12,12 +14,15 @@ Method (docs: /work/shared/docs/performance-anchors.md, sections 1-2 and 4):
   (utime+stime) over each timed phase. Idle memory (VmRSS/VmHWM from ``/proc/PID/status``) after
   ``initialize`` + ``tools/list`` + 0.2 s, and VmHWM at the end.
 * Every repetition runs every server once, in shuffled order; every figure is a median over repetitions.
+* mcpkit is imported from a byte-compiled copy of ``src/mcpkit`` taken at the start
+  (``common.mcpkit_source``).
 
 Usage::
 
-    python bench/stdio_bench.py                 # full: N=2000, 5 reps, writes bench/RESULTS.md
-    python bench/stdio_bench.py --reps 3 --n 1000
-    python bench/stdio_bench.py --smoke         # quick check: N=100, 1 rep, no RESULTS.md
+    python bench/stdio_bench.py                 # full: all peers, N=2000, 5 reps; writes its section of
+                                                # bench/RESULTS.md (make bench writes the whole file)
+    python bench/stdio_bench.py --reps 3 --n 1000 --peers mcpkit ts-sdk
+    python bench/stdio_bench.py --smoke         # quick check: mcpkit/official/floor-py, N=100, 1 rep
 
 The exit status is non-zero if any server fails to answer correctly (or at all, within the timeout).
 """
@@ -27,32 +32,38 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime as dt
-import importlib.metadata
-import importlib.util
 import os
-import platform
 import random
-import shlex
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import orjson
+from common import (
+    CLK_TCK,
+    RESULTS_PATH,
+    TEXT,
+    BenchFailure,
+    McpkitSource,
+    fmt,
+    load_average,
+    machine_lines,
+    mcpkit_source,
+    package_version,
+    proc_cpu_ticks,
+    proc_status_kib,
+    ratio,
+    write_section,
+)
+from peers import ALL_PEERS, CORE_PEERS, peer_env, setup_peers, stdio_argv
 
-BENCH_DIR = Path(__file__).resolve().parent
-ROOT = BENCH_DIR.parent
-SERVERS_DIR = BENCH_DIR / "servers"
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
-
+SECTION = "stdio_bench"
 PROTOCOL_VERSION = "2025-11-25"
 TOOL_NAME = "echo"
-TEXT = "hello, world"
 WARMUP_CALLS = 50
 IDLE_SETTLE_S = 0.2
 CLOSE_TIMEOUT_S = 5.0  # grace period for a clean exit after stdin EOF
@@ -63,11 +74,6 @@ READ_LIMIT = 16 * 1024 * 1024
 # ~1.4 µs for 64 KiB). The client reads 64 KiB at a time so that its own overhead stays small next to
 # the floor; ``--client-read-kib 256`` restores asyncio's default (the anchors' raw client).
 DEFAULT_CLIENT_READ_KIB = 64
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-class BenchFailure(Exception):
-    """A server did not answer correctly (wrong answer, error response, EOF, crash or timeout)."""
 
 
 # --------------------------------------------------------------------------------------------- servers
@@ -76,51 +82,12 @@ class BenchFailure(Exception):
 @dataclass(frozen=True)
 class ServerSpec:
     name: str
-    script: Path
+    argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
 
-    def argv(self) -> list[str]:
-        return [sys.executable, str(self.script)]
 
-
-def mcpkit_env() -> tuple[dict[str, str], str]:
-    """Environment for the mcpkit server, and a note on where mcpkit is imported from."""
-    if importlib.util.find_spec("mcpkit") is not None:
-        return {}, "installed in the venv"
-    src = str(ROOT / "src")
-    existing = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": src if not existing else f"{src}{os.pathsep}{existing}"}, f"PYTHONPATH={src}"
-
-
-def server_specs() -> tuple[list[ServerSpec], str]:
-    env, note = mcpkit_env()
-    specs = [
-        ServerSpec("mcpkit", SERVERS_DIR / "mcpkit_echo.py", env),
-        ServerSpec("official", SERVERS_DIR / "official_echo.py"),
-        ServerSpec("floor", SERVERS_DIR / "floor_echo.py"),
-    ]
-    return specs, note
-
-
-# ---------------------------------------------------------------------------------------------- /proc
-
-
-def proc_cpu_ticks(pid: int) -> int:
-    """utime + stime of the whole process (all threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return int(fields[11]) + int(fields[12])
-
-
-def proc_status_kib(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM in KiB."""
-    out: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
+def server_specs(peers: Sequence[str], source: McpkitSource) -> list[ServerSpec]:
+    return [ServerSpec(name, stdio_argv(name), peer_env(name, source)) for name in peers]
 
 
 # --------------------------------------------------------------------------------------------- client
@@ -188,7 +155,7 @@ class RawClient:
 
     async def spawn(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            *self.spec.argv(),
+            *self.spec.argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=self.stderr_file,
@@ -452,7 +419,7 @@ async def bench(specs: Sequence[ServerSpec], cfg: Settings) -> dict[str, ServerS
                 continue
             stats[spec.name].runs.append(result)
             print(
-                f"  {spec.name:9} cold {result.cold_ms:7.1f} ms  seq {cfg.n / result.seq_s:9,.0f}/s  "
+                f"  {spec.name:10} cold {result.cold_ms:7.1f} ms  seq {cfg.n / result.seq_s:9,.0f}/s  "
                 f"pipe {cfg.n / result.pipe_s:9,.0f}/s  cpu {result.cpu_seq_us:6.1f} us/call  "
                 f"idle rss {result.rss_idle_kib / 1024:5.1f} MiB",
                 file=sys.stderr,
@@ -464,27 +431,80 @@ async def bench(specs: Sequence[ServerSpec], cfg: Settings) -> dict[str, ServerS
 # -------------------------------------------------------------------------------------------- report
 
 # Reference numbers from performance-anchors.md (raw client, 2 vCPU AMD EPYC, median of 7, N=2000).
-ANCHORS = {
-    "floor": {"seq": 31_185, "pipe": 592_947, "cold": 24.0, "cpu": 5, "rss": 12.1},
+ANCHORS: dict[str, dict[str, float]] = {
+    "floor-py": {"seq": 31_185, "pipe": 592_947, "cold": 24.0, "cpu": 5, "rss": 12.1},
+    "floor-node": {"seq": 15_552, "pipe": 415_428, "cold": 52.5, "cpu": 30, "rss": 41.2},
     "official": {"seq": 1_840, "pipe": 1_777, "cold": 436.5, "cpu": 525, "rss": 67.9},
+    "fastmcp": {"seq": 1_233, "pipe": 1_183, "cold": 627.4, "cpu": 800, "rss": 87.2},
+    "ts-sdk": {"seq": 6_141, "pipe": 31_452, "cold": 163.6, "cpu": 140, "rss": 64.2},
 }
-# Candidate mcpkit targets from the same document ("Takeaways for targets").
-TARGETS = {"seq_us": 100.0, "pipe": 50_000.0, "cpu": 50.0, "cold": 100.0, "rss": 30.0}
+ANCHOR_LABELS = {
+    "floor-py": "floor-py",
+    "floor-node": "floor-node",
+    "official": "mcp-sdk 2.3.0",
+    "fastmcp": "fastmcp 4.2.3",
+    "ts-sdk": "ts-sdk 1.32.2",
+}
+PEER_ORDER = ALL_PEERS
 
 
-def fmt(value: float, digits: int = 0) -> str:
-    return f"{value:,.{digits}f}"
+@dataclass(frozen=True)
+class Metric:
+    label: str
+    get: Callable[[ServerStats, int], float | None]
+    digits: int
+    higher_is_better: bool
 
 
-def ratio(num: float, den: float) -> str:
-    return f"{num / den:.2f}x" if den > 0 else "n/a"
+def seq_rate(s: ServerStats, n: int) -> float | None:
+    return statistics.median(n / r.seq_s for r in s.runs) if s.runs else None
 
 
-def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: list[str]) -> str:
-    names = [name for name in ("mcpkit", "official", "floor") if stats[name].runs]
+def pipe_rate(s: ServerStats, n: int) -> float | None:
+    return statistics.median(n / r.pipe_s for r in s.runs) if s.runs else None
+
+
+def _med(get: Callable[[RunResult], float], scale: float = 1.0) -> Callable[[ServerStats, int], float | None]:
+    def inner(s: ServerStats, n: int) -> float | None:
+        return s.median(get) * scale if s.runs else None
+
+    return inner
+
+
+METRICS = (
+    Metric("seq calls/s", seq_rate, 0, True),
+    Metric("seq calls/s, best rep", lambda s, n: max((n / r.seq_s for r in s.runs), default=None), 0, True),
+    Metric("pipelined req/s", pipe_rate, 0, True),
+    Metric("cold start ms", _med(lambda r: r.cold_ms), 1, False),
+    Metric("CPU µs/call (seq)", _med(lambda r: r.cpu_seq_us), 1, False),
+    Metric("CPU µs/call (pipelined)", _med(lambda r: r.cpu_pipe_us), 1, False),
+    Metric("idle RSS MiB", _med(lambda r: r.rss_idle_kib, 1 / 1024), 1, False),
+    Metric("end HWM MiB", _med(lambda r: r.hwm_end_kib, 1 / 1024), 1, False),
+)
+
+
+def summary(stats: dict[str, ServerStats], n: int) -> dict[str, dict[str, float | None]]:
+    """Median figures per peer, for run_all's targets: seq, pipe (rates), cold, cpu, rss."""
+    out: dict[str, dict[str, float | None]] = {}
+    for name, s in stats.items():
+        out[name] = {
+            "seq": seq_rate(s, n),
+            "pipe": pipe_rate(s, n),
+            "cold": _med(lambda r: r.cold_ms)(s, n),
+            "cpu": _med(lambda r: r.cpu_seq_us)(s, n),
+            "rss": _med(lambda r: r.rss_idle_kib, 1 / 1024)(s, n),
+        }
+    return out
+
+
+def render_report(
+    stats: dict[str, ServerStats], n: int, reps: int, machine: list[str], title_level: str = "#"
+) -> str:
+    names = [name for name in PEER_ORDER if name in stats]
+    h1, h2 = title_level, title_level + "#"
     lines: list[str] = []
     add = lines.append
-    add("# stdio `tools/call` benchmark: mcpkit vs official SDK vs floor")
+    add(f"{h1} stdio: `tools/call` over pipes, raw client")
     add("")
     for item in machine:
         add(f"- {item}")
@@ -492,7 +512,8 @@ def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: lis
     add(
         f"Raw orjson client, newline-delimited JSON-RPC over pipes; N={n:,} calls per phase after "
         f"{WARMUP_CALLS} warm-up calls; servers interleaved in shuffled order; medians over the "
-        "successful repetitions (column `runs`)."
+        "successful repetitions (column `runs`). Sequential = one request in flight; pipelined = all N "
+        "requests written at once, then all N responses read."
     )
     add("")
     add(
@@ -502,6 +523,9 @@ def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: lis
     add("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         s = stats[name]
+        if not s.runs:
+            add(f"| **{name}** | 0/{reps} |" + " n/a |" * 10)
+            continue
         seq_rates = [n / r.seq_s for r in s.runs]
         add(
             f"| **{name}** | {len(s.runs)}/{reps} | {fmt(statistics.median(seq_rates))} "
@@ -518,75 +542,58 @@ def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: lis
     add(
         f"CPU is utime+stime of the server process from `/proc/PID/stat` (tick = {1e3 / CLK_TCK:g} ms, "
         f"so values below ~{1e6 / CLK_TCK / n * 2:.0f} µs/call are only approximate). "
-        "Idle = after `initialize` + `tools/list` + 0.2 s; end HWM = after the pipelined phase."
+        "Idle = after `initialize` + `tools/list` + 0.2 s; end HWM = after the pipelined phase. "
+        "Cold start here is measured inside the benchmark loop (asyncio subprocess); the dedicated "
+        "cold-start measurement is in the start-up section."
     )
     add("")
 
-    if {"mcpkit", "official", "floor"} <= set(names):
-        add("## Ratios")
+    others = [name for name in names if name != "mcpkit" and stats[name].runs]
+    if "mcpkit" in names and stats["mcpkit"].runs and others:
+        add(f"{h2} Ratios: mcpkit against each peer")
         add("")
         add(
-            "`mcpkit/official` and `floor/mcpkit` are plain quotients of the medians. For throughput, "
-            "`mcpkit/official` > 1 means mcpkit is faster; for times and memory, < 1 means mcpkit is "
-            "cheaper. `floor/mcpkit` for throughput is how many times the floor's rate is mcpkit's. "
-            "Load from other processes only ever slows a run down, so on a busy machine the best "
-            "repetition is a useful second estimate next to the median."
+            "Each cell is mcpkit's median divided by the peer's median: for throughput (calls/s, req/s) > 1 "
+            "means mcpkit is faster; for times and memory < 1 means mcpkit is cheaper. Against a floor, "
+            "the throughput cell is how close mcpkit comes to it (1/x = how many times faster the floor is)."
         )
         add("")
-        add("| metric | mcpkit | official | floor | mcpkit/official | floor/mcpkit |")
-        add("|---|---|---|---|---|---|")
-        med = {name: stats[name] for name in names}
-        metrics: list[tuple[str, Callable[[ServerStats], float], int]] = [
-            ("seq calls/s", lambda s: statistics.median(n / r.seq_s for r in s.runs), 0),
-            ("seq mean µs/call", lambda s: s.median(lambda r: r.seq_s) / n * 1e6, 1),
-            ("seq calls/s, best rep", lambda s: max(n / r.seq_s for r in s.runs), 0),
-            ("pipelined req/s", lambda s: statistics.median(n / r.pipe_s for r in s.runs), 0),
-            ("cold start ms", lambda s: s.median(lambda r: r.cold_ms), 1),
-            ("CPU µs/call (seq)", lambda s: s.median(lambda r: r.cpu_seq_us), 1),
-            ("idle RSS MiB", lambda s: s.median(lambda r: r.rss_idle_kib) / 1024, 1),
-        ]
-        for label, get, digits in metrics:
-            m, o, f = get(med["mcpkit"]), get(med["official"]), get(med["floor"])
-            cells = [fmt(m, digits), fmt(o, digits), fmt(f, digits), ratio(m, o), ratio(f, m)]
-            add(f"| {label} | {' | '.join(cells)} |")
+        add("| metric | mcpkit | " + " | ".join(f"mcpkit ÷ {o}" for o in others) + " |")
+        add("|---|---|" + "---|" * len(others))
+        mk = stats["mcpkit"]
+        for metric in METRICS:
+            mine = metric.get(mk, n)
+            cells = [ratio(mine, metric.get(stats[o], n)) for o in others]
+            add(f"| {metric.label} | {fmt(mine, metric.digits)} | {' | '.join(cells)} |")
         add("")
 
-    if "mcpkit" in names:
-        s = stats["mcpkit"]
-        checks = [
-            ("seq round trip µs ≤ 100", s.median(lambda r: r.seq_s) / n * 1e6, TARGETS["seq_us"], True),
-            (
-                "pipelined req/s ≥ 50,000",
-                statistics.median(n / r.pipe_s for r in s.runs),
-                TARGETS["pipe"],
-                False,
-            ),
-            ("server CPU µs/call ≤ 50", s.median(lambda r: r.cpu_seq_us), TARGETS["cpu"], True),
-            ("cold start ms ≤ 100", s.median(lambda r: r.cold_ms), TARGETS["cold"], True),
-            ("idle RSS MiB ≤ 30", s.median(lambda r: r.rss_idle_kib) / 1024, TARGETS["rss"], True),
-        ]
-        add("## mcpkit vs the candidate targets (performance-anchors.md, Takeaways)")
-        add("")
-        add("| target | mcpkit | met |")
-        add("|---|---|---|")
-        for label, value, target, lower_is_better in checks:
-            met = value <= target if lower_is_better else value >= target
-            add(f"| {label} | {fmt(value, 1)} | {'yes' if met else 'no'} |")
-        add("")
+    add(f"{h2} Per-repetition seq calls/s and pipelined req/s")
+    add("")
+    add("| server | seq calls/s | pipelined req/s |")
+    add("|---|---|---|")
+    for name in names:
+        runs = stats[name].runs
+        add(
+            f"| {name} | {' / '.join(fmt(n / r.seq_s) for r in runs) or 'n/a'} "
+            f"| {' / '.join(fmt(n / r.pipe_s) for r in runs) or 'n/a'} |"
+        )
+    add("")
 
-    add("## Reference: anchor numbers (performance-anchors.md, raw client, N=2000, median of 7)")
+    add(f"{h2} Reference: anchor numbers (performance-anchors.md, raw client, N=2000, median of 7)")
     add("")
     add("| server | seq calls/s | pipelined req/s | cold start ms | CPU µs/call seq | idle RSS MiB |")
     add("|---|---|---|---|---|---|")
     for name, a in ANCHORS.items():
-        label = "floor-py" if name == "floor" else "mcp-sdk 2.3.0"
-        add(f"| {label} | {a['seq']:,} | {a['pipe']:,} | {a['cold']} | {a['cpu']} | {a['rss']} |")
+        add(
+            f"| {ANCHOR_LABELS[name]} | {a['seq']:,.0f} | {a['pipe']:,.0f} | {a['cold']} | {a['cpu']:g} "
+            f"| {a['rss']} |"
+        )
     add("")
 
     notes = [(name, r.notes) for name in names for r in stats[name].runs if r.notes]
-    failures = [(name, f) for name in ("mcpkit", "official", "floor") for f in stats[name].failures]
+    failures = [(name, f) for name in names for f in stats[name].failures]
     if notes or failures:
-        add("## Failures and notes")
+        add(f"{h2} Failures and notes")
         add("")
         for name, failure in failures:
             add(f"- **{name} FAILED** {failure.splitlines()[0]}")
@@ -600,47 +607,19 @@ def render_report(stats: dict[str, ServerStats], n: int, reps: int, machine: lis
     return "\n".join(lines)
 
 
-def package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or "unknown"
-
-
-def load_average() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def machine_info(mcpkit_note: str) -> list[str]:
-    versions = ", ".join(f"{pkg} {package_version(pkg)}" for pkg in ("mcp", "msgspec", "orjson", "mcpkit"))
-    return [
-        f"date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
-        f"machine: nproc {os.cpu_count()}, CPU {cpu_model()}, {platform.system()} {platform.release()}",
-        f"python: {platform.python_version()} ({sys.executable})",
-        f"packages: {versions}; mcpkit imported from: {mcpkit_note}",
-    ]
-
-
 # ---------------------------------------------------------------------------------------------- main
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--smoke", action="store_true", help="quick check: N=100, 1 rep, no RESULTS.md")
+    parser.add_argument(
+        "--smoke", action="store_true", help="quick check: mcpkit/official/floor-py, N=100, 1 rep, no writing"
+    )
     parser.add_argument("--n", type=int, default=None, help="calls per timed phase (default 2000; smoke 100)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 5; smoke 1)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per phase (10 + 10 ms * N)")
     parser.add_argument(
-        "--handshake-timeout", type=float, default=None, help="seconds for spawn+initialize (20; smoke 10)"
+        "--handshake-timeout", type=float, default=None, help="seconds for spawn+initialize (30; smoke 15)"
     )
     parser.add_argument(
         "--client-read-kib",
@@ -650,7 +629,17 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
     )
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
     parser.add_argument(
-        "--only", action="append", choices=("mcpkit", "official", "floor"), help="run only these servers"
+        "--peers",
+        "--only",
+        nargs="+",
+        action="extend",
+        choices=ALL_PEERS,
+        help="servers to run (default: all; smoke: mcpkit official floor-py)",
+    )
+    parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
+    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
+    parser.add_argument(
+        "--live-source", action="store_true", help="import mcpkit as installed, not from a snapshot of src/"
     )
     args = parser.parse_args(argv)
     n = args.n if args.n is not None else (100 if args.smoke else 2000)
@@ -662,7 +651,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         reps=reps,
         timeout_s=args.timeout if args.timeout is not None else 10.0 + 0.01 * n,
         handshake_timeout_s=(
-            args.handshake_timeout if args.handshake_timeout is not None else (10.0 if args.smoke else 20.0)
+            args.handshake_timeout if args.handshake_timeout is not None else (15.0 if args.smoke else 30.0)
         ),
         client_read_size=args.client_read_kib * 1024,
         seed=args.seed if args.seed is not None else random.randrange(2**32),
@@ -670,42 +659,44 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
     return args, cfg
 
 
+def config_line(cfg: Settings) -> str:
+    return (
+        f"N={cfg.n}, reps={cfg.reps}, client pipe read size {cfg.client_read_size // 1024} KiB, "
+        f"shuffle seed {cfg.seed}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, cfg = parse_args(argv)
-    specs, mcpkit_note = server_specs()
-    if args.only:
-        specs = [s for s in specs if s.name in args.only]
+    wanted = list(dict.fromkeys(args.peers or (CORE_PEERS if args.smoke else ALL_PEERS)))
+    setup = setup_peers(wanted, install=not args.no_install)
+    source = mcpkit_source(snapshot=not args.live_source)
+    specs = server_specs(setup.available, source)
     load_before = load_average()
-    stats = asyncio.run(bench(specs, cfg))
-    stats = {name: stats.get(name, ServerStats()) for name in ("mcpkit", "official", "floor")}
+    try:
+        stats = asyncio.run(bench(specs, cfg))
+    finally:
+        source.cleanup()
     machine = [
-        *machine_info(mcpkit_note),
-        f"N={cfg.n}, reps={cfg.reps}, client pipe read size {cfg.client_read_size // 1024} KiB, "
-        f"shuffle seed {cfg.seed}",
+        *machine_lines(),
+        f"packages: mcp {package_version('mcp')}, orjson {package_version('orjson')}; "
+        f"mcpkit imported from: {source.note}",
+        *setup.lines(),
+        config_line(cfg),
         f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
     ]
     report = render_report(stats, cfg.n, cfg.reps, machine)
     print(report)
-    if any(s.failures for s in stats.values()):
-        print("\nFAILED: a server did not answer correctly; RESULTS.md not written.", file=sys.stderr)
+    if any(s.failures for s in stats.values()) or (setup.missing and args.peers):
+        print(
+            "\nFAILED: a server did not answer correctly (or could not run); RESULTS.md not written.",
+            file=sys.stderr,
+        )
         return 1
-    if not args.smoke and not args.only:
-        RESULTS_PATH.write_text(report + "\n" + _other_sections())
-        print(f"\nwrote {RESULTS_PATH}", file=sys.stderr)
+    if not args.smoke and not args.no_write:
+        write_section(SECTION, report)
+        print(f"\nwrote the stdio section of {RESULTS_PATH}", file=sys.stderr)
     return 0
-
-
-def _other_sections() -> str:
-    """Sections other benchmarks generated (between their markers), kept as they are."""
-    if not RESULTS_PATH.exists():
-        return ""
-    text = RESULTS_PATH.read_text()
-    start = text.find("<!-- http_bench: begin")
-    end_marker = "<!-- http_bench: end -->"
-    end = text.find(end_marker)
-    if start < 0 or end < start:
-        return ""
-    return "\n" + text[start : end + len(end_marker)] + "\n"
 
 
 if __name__ == "__main__":

@@ -1,23 +1,53 @@
-"""``mcpkit`` entry point."""
+"""``mcpkit`` entry point: run, use, inspect, install and gateway MCP servers.
+
+Exit codes: 0 success, 1 other errors (config files, file system), 2 usage
+(bad command line, unknown target), 3 connection failed or lost, 4 the server
+answered with an error (a protocol error, or a tool result with ``isError``),
+130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from .. import __version__
+from ._output import EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+Handler = Callable[[argparse.Namespace, Console], int]
 
 
-def _run(args: argparse.Namespace) -> int:
+class UsageError(CLIError):
+    hint_label = "usage"
+
+    def __init__(self, message: str, usage: str, prog: str) -> None:
+        super().__init__(message, EXIT_USAGE, hint=usage.strip().removeprefix("usage: "))
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors become :class:`CLIError` (exit 2), reported like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage(), self.prog)
+
+
+# -- handlers (imported lazily: `mcpkit run` stays as light as the server) -----------
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
     from .loader import load_server
 
+    if args.command_argv is not None:
+        raise CLIError("mcpkit run takes no command after --", EXIT_USAGE)
     try:
         server = load_server(args.target)
     except (LookupError, ImportError, OSError) as exc:
-        print(f"mcpkit run: {exc}", file=sys.stderr)
-        return 2
+        raise CLIError(str(exc), EXIT_USAGE) from None
     if args.transport == "stdio":
         server.run("stdio")
     else:
@@ -25,22 +55,298 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lazy(module: str, name: str) -> Handler:
+    def handler(args: argparse.Namespace, console: Console) -> int:
+        import importlib
+
+        func: Handler = getattr(importlib.import_module(f"mcpkit.cli.{module}"), name)
+        return func(args, console)
+
+    return handler
+
+
+def _no_command(args: argparse.Namespace, console: Console) -> int:
+    if args.command_argv is not None:
+        raise CLIError(f"mcpkit {args.cmd} takes no command after --", EXIT_USAGE)
+    return _lazy(*_NO_COMMAND[args.cmd])(args, console)
+
+
+_NO_COMMAND = {
+    "uninstall": ("_manage", "cmd_uninstall"),
+    "config list": ("_manage", "cmd_config_list"),
+    "config check": ("_manage", "cmd_config_check"),
+    "gateway": ("_manage", "cmd_gateway"),
+}
+
+
+# -- the parser ----------------------------------------------------------------------
+
+EPILOG = """\
+targets (list, call, read, prompt, inspect):
+  http(s)://HOST/PATH        a Streamable HTTP endpoint (falls back to HTTP+SSE)
+  FILE.py[:OBJECT]           a Python server file, run with this interpreter over stdio
+  -- COMMAND ARGS...         any stdio server command, after everything else
+  NAME                       a server from --config FILE (default ./.mcp.json)
+
+examples:
+  mcpkit list server.py
+  mcpkit call server.py add a=1 b=2
+  mcpkit call echo message=hi -- npx -y @modelcontextprotocol/server-everything
+  mcpkit read https://example.com/mcp config://app --header 'Authorization: Bearer TOKEN'
+  mcpkit install claude-desktop server.py --name weather
+  mcpkit config check ~/.cursor/mcp.json
+  mcpkit gateway .mcp.json --transport http --port 8000 --deny mcp__github__delete_repo
+
+exit codes: 0 ok, 1 error, 2 usage, 3 connection failed, 4 protocol or tool error
+"""
+
+
+def _add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
+
+
+def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> None:
+    p.add_argument(
+        "--config", metavar="FILE", help="host config file to find NAME targets in (default ./.mcp.json)"
+    )
+    p.add_argument(
+        "--protocol",
+        metavar="VERSION",
+        help="auto (default), legacy, modern, or a revision such as 2025-06-18",
+    )
+    p.add_argument(
+        "-H",
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="HTTP header for URL targets (repeatable)",
+    )
+    p.add_argument(
+        "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment for stdio servers"
+    )
+    if inspector:
+        return
+    p.add_argument(
+        "--transport",
+        choices=["auto", "http", "sse"],
+        default="auto",
+        help="for URLs: Streamable HTTP with fallback (auto), only Streamable HTTP, or only HTTP+SSE",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="connect and request timeout (30)"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr and log messages")
+    _add_json(p)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcpkit", description="Run and use MCP servers.")
+    parser = _Parser(
+        prog="mcpkit",
+        description="Run, use, inspect and install MCP servers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"mcpkit {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", required=True, parser_class=_Parser)
+
     run = sub.add_parser("run", help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]")
-    run.add_argument("target")
+    run.add_argument("target", metavar="FILE[:OBJECT]|MODULE[:OBJECT]")
     run.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     run.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     run.add_argument("--port", type=int, default=8000)
     run.set_defaults(func=_run)
+
+    lst = sub.add_parser(
+        "list",
+        help="list a server's tools, resources, templates and prompts",
+        usage="mcpkit list TARGET [tools|resources|templates|prompts] [options]",
+    )
+    lst.add_argument("words", nargs="*", metavar="TARGET [SECTION]", help=argparse.SUPPRESS)
+    _client_options(lst)
+    lst.set_defaults(func=_lazy("_use", "cmd_list"))
+
+    call = sub.add_parser(
+        "call",
+        help="call a tool",
+        usage="mcpkit call TARGET TOOL [key=value ...] [--json-args '{...}'] [options]",
+        description="Call TOOL. key=value values are JSON when they parse as JSON (n=3, ok=true, "
+        "tags='[\"a\"]'), else strings (a property the tool declares as a string stays a string). "
+        "A tool result with isError exits with 4 and its text on stderr.",
+    )
+    call.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    call.add_argument(
+        "--json-args", metavar="JSON", help="all arguments as one JSON object (or @FILE, or - for stdin)"
+    )
+    _client_options(call)
+    call.set_defaults(func=_lazy("_use", "cmd_call"))
+
+    read = sub.add_parser("read", help="read a resource", usage="mcpkit read TARGET URI [options]")
+    read.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _client_options(read)
+    read.set_defaults(func=_lazy("_use", "cmd_read"))
+
+    prompt = sub.add_parser(
+        "prompt", help="get a prompt", usage="mcpkit prompt TARGET NAME [key=value ...] [options]"
+    )
+    prompt.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _client_options(prompt)
+    prompt.set_defaults(func=_lazy("_use", "cmd_prompt"))
+
+    insp = sub.add_parser(
+        "inspect",
+        help="open the web inspector (optionally connected to TARGET)",
+        usage="mcpkit inspect [TARGET | -- COMMAND ...] [options]",
+    )
+    insp.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _client_options(insp, inspector=True)
+    insp.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    insp.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    insp.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    insp.set_defaults(func=_lazy("_use", "cmd_inspect"))
+
+    hosts = ["claude-desktop", "claude-code", "cursor", "vscode"]
+    install = sub.add_parser(
+        "install",
+        help="add a server to a host's config file",
+        usage="mcpkit install HOST (FILE.py[:OBJECT] | URL | -- COMMAND ...) --name NAME [options]",
+        description="Add a server to Claude Desktop, Claude Code, Cursor or VS Code. A FILE.py becomes "
+        "`<this python> -m mcpkit run /absolute/FILE.py`. Every other entry and key of the file is kept; "
+        "the previous file is backed up next to it first.",
+    )
+    install.add_argument("host", choices=hosts, metavar="HOST", help=" | ".join(hosts))
+    install.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    install.add_argument("--name", required=True, help="the server's name in the host")
+    install.add_argument(
+        "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeatable)"
+    )
+    install.add_argument(
+        "-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="HTTP header for a URL"
+    )
+    install.add_argument(
+        "--path", metavar="CONFIG_FILE", help="write this file instead of the host's default"
+    )
+    install.add_argument(
+        "--scope",
+        choices=["project", "user"],
+        help="project or user file (claude-code, vscode: project; cursor, claude-desktop: user)",
+    )
+    install.add_argument("--force", action="store_true", help="replace an existing entry of that name")
+    _add_json(install)
+    install.set_defaults(func=_lazy("_manage", "cmd_install"))
+
+    uninstall = sub.add_parser("uninstall", help="remove a server from a host's config file")
+    uninstall.add_argument("host", choices=hosts, metavar="HOST", help=" | ".join(hosts))
+    uninstall.add_argument("--name", required=True)
+    uninstall.add_argument("--path", metavar="CONFIG_FILE")
+    uninstall.add_argument("--scope", choices=["project", "user"])
+    _add_json(uninstall)
+    uninstall.set_defaults(func=_no_command)
+
+    config = sub.add_parser("config", help="list or check the servers of host config files")
+    config_sub = config.add_subparsers(
+        dest="config_cmd", metavar="ACTION", required=True, parser_class=_Parser
+    )
+    clist = config_sub.add_parser(
+        "list",
+        help="show the servers of a config file (secrets redacted)",
+        description="Without FILE: every known host config file found here and in your home folder.",
+    )
+    clist.add_argument("file", nargs="?", metavar="FILE")
+    _add_json(clist)
+    clist.set_defaults(func=_no_command)
+    check = config_sub.add_parser(
+        "check",
+        help="start each server, list its tools, report OK/FAILED",
+        description="Exits 0 only when every (enabled) server answers.",
+    )
+    check.add_argument("file", nargs="?", metavar="FILE")
+    check.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per server (30)")
+    _add_json(check)
+    check.set_defaults(func=_no_command)
+
+    gateway = sub.add_parser(
+        "gateway",
+        help="serve every server of a config file as one MCP server",
+        description="Tools appear as mcp__SERVER__TOOL. Rules use Claude Code's syntax (mcp__server, "
+        "mcp__server__*, mcp__server__tool); deny wins over ask, ask over allow. Without --default, "
+        "tools no rule mentions are allowed, unless --allow or --ask rules are given (then: ask, "
+        "put to the client as an elicitation).",
+    )
+    gateway.add_argument("config", nargs="?", metavar="CONFIG", help="host config file (default ./.mcp.json)")
+    gateway.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    gateway.add_argument("--host", default="127.0.0.1", help="address to bind for http (default loopback)")
+    gateway.add_argument("--port", type=int, default=8000)
+    gateway.add_argument("--allow", action="append", default=[], metavar="RULE")
+    gateway.add_argument("--deny", action="append", default=[], metavar="RULE")
+    gateway.add_argument("--ask", action="append", default=[], metavar="RULE")
+    gateway.add_argument("--default", choices=["allow", "ask", "deny"], help="for tools no rule mentions")
+    gateway.add_argument(
+        "--settings", metavar="FILE", help="also take rules from a Claude Code settings.json"
+    )
+    gateway.add_argument("--audit", metavar="FILE", help="append a JSON line per tool call to FILE")
+    gateway.add_argument(
+        "--audit-arguments", action="store_true", help="record argument values (redacted otherwise)"
+    )
+    gateway.add_argument("--name", default="mcpkit-gateway", help="the gateway's server name")
+    gateway.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="backend connect timeout"
+    )
+    gateway.set_defaults(func=_no_command)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def parse(parser: argparse.ArgumentParser, head: list[str]) -> argparse.Namespace:
+    """Parse, letting options and positionals mix (``call s.py add a=1 --json b=2``)."""
+    names: list[str] = []
+    current = parser
+    rest = head
+    while rest and not rest[0].startswith("-"):
+        subs = _subparsers(current)
+        if rest[0] not in subs:
+            break
+        names.append(rest[0])
+        current, rest = subs[rest[0]], rest[1:]
+    if not names or _subparsers(current):
+        return parser.parse_args(head)  # help, version, errors, or a missing sub-command
+    args = current.parse_intermixed_args(rest)
+    args.cmd = " ".join(names)
+    return args
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """Everything before the first ``--``, and the command after it (None: no ``--``)."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, None
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    head, command = split_command(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in head
+    console = Console(json_mode=json_mode)
+    try:
+        args = parse(build_parser(), head)
+        args.command_argv = command
+        console = Console(json_mode=bool(getattr(args, "json", False)), prog=f"mcpkit {args.cmd}")
+        return int(args.func(args, console))
+    except CLIError as exc:
+        console.error(exc)
+        return exc.code
+    except KeyboardInterrupt:
+        console.info("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":
