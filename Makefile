@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench bench-smoke clean conformance conformance-setup
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,7 +12,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,http]'
 	touch $(STAMP)
 
+# The Inspector, connected to the example weather server; it prints the URL to open.
 run: $(STAMP)
+	$(BIN)/python -m mcpkit.inspector --port 6274 -- $(BIN)/python examples/weather/server.py
+
+demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 lint: $(STAMP)
@@ -26,8 +30,7 @@ unit: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 bench-smoke: $(STAMP)
-	$(BIN)/python bench/stdio_bench.py --smoke
-	$(BIN)/python bench/http_bench.py --smoke
+	$(BIN)/python bench/run_all.py --smoke
 
 test: lint typecheck unit bench-smoke conformance
 
@@ -39,7 +42,7 @@ conformance: $(STAMP)
 	$(BIN)/python scripts/conformance.py --leg all
 
 bench: $(STAMP)
-	$(BIN)/python bench/stdio_bench.py
+	$(BIN)/python bench/run_all.py
 bench-http: $(STAMP) ; $(BIN)/python bench/http_bench.py
 
 clean:

@@ -8,7 +8,7 @@ import logging
 import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
@@ -95,6 +95,7 @@ class Client:
         headers: Mapping[str, str] | None = None,
         transport: Literal["auto", "streamable-http", "sse"] = "auto",
         auth: Any = None,
+        channel_wrapper: Callable[[Channel], Channel] | None = None,
     ) -> None:
         self._target = target
         self._env = env
@@ -117,6 +118,8 @@ class Client:
         self._headers = dict(headers or {})
         #: An ``httpx.Auth`` for HTTP targets, e.g. ``mcpkit.auth.OAuthClientAuth``.
         self._auth = auth
+        #: Wraps every channel the client opens (recording, tracing, fault injection).
+        self._channel_wrapper = channel_wrapper
         self._transport = transport
         self._session: Session | None = None
         self._listens = 0
@@ -150,6 +153,8 @@ class Client:
     async def _start(self) -> None:
         self._stack = contextlib.AsyncExitStack()
         channel = await self._open_channel()
+        if self._channel_wrapper is not None:
+            channel = self._channel_wrapper(channel)
         self._session = Session(channel, self.handlers, request_timeout=self.timeout)
         self._reader = asyncio.create_task(self._session.run())
 
@@ -248,6 +253,8 @@ class Client:
             await self._session.shutdown(grace=0)
         if self._reader is not None:
             self._reader.cancel()
+        if self._channel_wrapper is not None:
+            channel = self._channel_wrapper(channel)
         self._session = Session(channel, self.handlers, request_timeout=self.timeout)
         self._reader = asyncio.create_task(self._session.run())
 
