@@ -9,6 +9,8 @@ answered with an error (a protocol error, or a tool result with ``isError``),
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -123,7 +125,12 @@ def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> N
         help="HTTP header for URL targets (repeatable)",
     )
     p.add_argument(
-        "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment for stdio servers"
+        "-e",
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for stdio servers (repeatable)",
     )
     if inspector:
         return
@@ -134,7 +141,10 @@ def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> N
         help="for URLs: Streamable HTTP with fallback (auto), only Streamable HTTP, or only HTTP+SSE",
     )
     p.add_argument(
-        "--timeout", type=float, default=30.0, metavar="SECONDS", help="connect and request timeout (30)"
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="connect and request timeout (default: the config entry's timeout, else 30)",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr and log messages")
     _add_json(p)
@@ -261,7 +271,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Exits 0 only when every (enabled) server answers.",
     )
     check.add_argument("file", nargs="?", metavar="FILE")
-    check.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per server (30)")
+    check.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="per server (default: its entry's timeout, else 30)"
+    )
     _add_json(check)
     check.set_defaults(func=_no_command)
 
@@ -346,6 +358,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.info("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        # The reader went away (`mcpkit list ... | head`): stop quietly.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 

@@ -35,6 +35,8 @@ __all__ = [
     "detect_format",
     "load_config",
     "parse_config",
+    "redact_url",
+    "strip_jsonc",
 ]
 
 Transport = Literal["stdio", "http", "sse"]
@@ -150,7 +152,7 @@ def load_config(
     file = Path(path)
     source = str(file)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = file.read_text(encoding="utf-8-sig")  # Windows editors write a BOM
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", source=source) from None
     try:

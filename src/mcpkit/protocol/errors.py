@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "HEADER_MISMATCH",
+    "HTTP_TRANSPORT_ERROR",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -46,6 +47,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 # mistakable for peer errors), so they live outside the JSON-RPC reserved range.
 REQUEST_TIMEOUT = -1001
 REQUEST_CANCELLED = -1002
+#: An HTTP exchange failed (connection refused, a status with no JSON-RPC answer).
+HTTP_TRANSPORT_ERROR = -1003
 
 
 class MCPError(Exception):

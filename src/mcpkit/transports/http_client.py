@@ -28,15 +28,16 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ..protocol import http as h
 from ..protocol import jsonrpc
+from ..protocol.errors import HTTP_TRANSPORT_ERROR
 from ..protocol.framing import Oversized
 
 __all__ = ["HTTPTransportError", "SSEClientChannel", "StreamableHTTPChannel"]
 
 logger = logging.getLogger("mcpkit.client.http")
 
-# A local condition, never sent by a peer (basic/index "Error Codes": local errors
-# must not be mistakable for the peer's), carrying the HTTP status in ``data``.
-HTTP_TRANSPORT_ERROR = -1003
+# HTTP_TRANSPORT_ERROR is a local condition, never sent by a peer (basic/index
+# "Error Codes": local errors must not be mistakable for the peer's); it carries
+# the HTTP status in ``data``.
 
 
 class HTTPTransportError(Exception):
