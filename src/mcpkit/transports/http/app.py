@@ -18,8 +18,6 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -28,19 +26,19 @@ from msgspec import UNSET
 from ...protocol import http as h
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
-from ...protocol.framing import Oversized
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.versions import ProtocolVersion, parse_version
 from ...server.auth import Authenticator, AuthError, Principal
+from .answer import SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
 from .principal import current_principal
-from .sessions import HTTPSession, InMemorySessionStore, SessionStore, new_session_id
-from .streams import ResponseStream, StreamItem, pump_sse
+from .sessions import HTTPSession, new_session_id
+from .settings import HTTPSettings
+from .streams import ResponseStream, pump_sse
 
 if TYPE_CHECKING:
     from ...server.app import MCPServer
-    from ...session.engine import Session
 
 __all__ = ["HTTPSettings", "StreamableHTTPApp"]
 
@@ -51,66 +49,6 @@ _principal = current_principal
 #: The endpoint URL the current request's token must be meant for.
 _resource: contextvars.ContextVar[str] = contextvars.ContextVar("mcpkit_resource", default="")
 _PRM_PATH = "/.well-known/oauth-protected-resource"
-
-
-@dataclass
-class HTTPSettings:
-    """Every limit and switch of the HTTP transport, with safe defaults."""
-
-    #: The MCP endpoint.
-    path: str = "/mcp"
-    #: True: answer every request as JSON; False: always SSE; None: JSON unless
-    #: the handler sends something before its result (then SSE).
-    json_response: bool | None = None
-    #: Legacy era without sessions (for scaled-out deployments).
-    stateless: bool = False
-    #: The address served; a loopback bind restricts Host and Origin to loopback names.
-    host: str = "127.0.0.1"
-    allowed_hosts: list[str] | None = None
-    allowed_origins: list[str] | None = None
-    max_body_bytes: int = 4 * 1024 * 1024
-    #: Deadline for receiving a request body (slow-body defence).
-    body_timeout: float = 30.0
-    #: Messages a stream may hold for a slow reader before it is cut off.
-    stream_queue_limit: int = 1024
-    #: Legacy events kept per stream for Last-Event-ID resumption.
-    replay_events: int = 1024
-    sse_retry_ms: int = 1000
-    keepalive_interval: float = 15.0
-    session_idle_timeout: float = 3600.0
-    max_sessions: int = 10_000
-    #: On shutdown, how long in-flight requests may take to finish.
-    shutdown_grace: float = 30.0
-    session_store: SessionStore = field(default_factory=InMemorySessionStore)
-    #: Legacy HTTP+SSE (2024-11-05) endpoints; None disables them.
-    sse_path: str | None = "/sse"
-    message_path: str = "/messages/"
-    #: An OAuth resource server (e.g. ``mcpkit.auth.server``): every MCP route
-    #: then needs a valid bearer token, and the protected-resource metadata is served.
-    auth: Authenticator | None = None
-    #: The canonical URL of the endpoint, tokens' audience; by default from the request.
-    resource_url: str | None = None
-
-
-class _SingleChannel:
-    """The outbound side of a one-request connection (modern, stateless legacy)."""
-
-    __slots__ = ("stream",)
-
-    def __init__(self, stream: ResponseStream) -> None:
-        self.stream = stream
-
-    async def read(self) -> list[bytes | Oversized] | None:
-        return None
-
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        self.stream.push(data, final)
-
-    async def drain(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        self.stream.close()
 
 
 class _ParamsPeek(msgspec.Struct):
@@ -169,7 +107,7 @@ class StreamableHTTPApp:
                 if self.in_flight == 0:
                     self._idle.set()
         except HTTPFailure as failure:
-            await _fail(send, failure)
+            await fail(send, failure)
 
     def _guard(self, headers: dict[str, str]) -> None:
         host = headers.get("host")
@@ -270,7 +208,7 @@ class StreamableHTTPApp:
         try:
             message = jsonrpc.decode_message(body, allow_batch=True)
         except ProtocolError as exc:
-            await _jsonrpc_error(send, 400, exc.request_id, exc.code, exc.message)
+            await jsonrpc_error(send, 400, exc.request_id, exc.code, exc.message)
             return
         version = parse_version(headers.get(h.PROTOCOL_VERSION, "").strip())
         if isinstance(message, list):
@@ -317,7 +255,7 @@ class StreamableHTTPApp:
             await respond(send, 202)  # no client notifications are defined for modern HTTP
             return
         if not isinstance(message, Request):
-            await _jsonrpc_error(
+            await jsonrpc_error(
                 send, 400, None, INVALID_REQUEST, "Invalid Request: clients must not POST responses"
             )
             return
@@ -330,18 +268,18 @@ class StreamableHTTPApp:
                 raise MCPError.method_not_found(message.method)
             self._check_scopes(_principal.get(), message.method, params)
         except MCPError as exc:
-            await _jsonrpc_error(
+            await jsonrpc_error(
                 send, h.status_for_error(exc.code, modern=True), message.id, exc.code, exc.message
             )
             return
         except msgspec.DecodeError as exc:
-            await _jsonrpc_error(send, 400, message.id, INVALID_PARAMS, f"Invalid params: {exc}")
+            await jsonrpc_error(send, 400, message.id, INVALID_PARAMS, f"Invalid params: {exc}")
             return
         stream = ResponseStream("m", message.id, self.settings.stream_queue_limit)
-        engine = self.server.connect(_SingleChannel(stream), stateless=True)
+        engine = self.server.connect(SingleChannel(stream), stateless=True)
         engine.dispatcher.principal = _principal.get()  # type: ignore[attr-defined]
         engine.feed_message(message)
-        await self._answer(stream, engine, message.id, receive, send, json_ok, sse_ok, modern=True)
+        await answer(self.settings, stream, engine, message.id, receive, send, json_ok, sse_ok, modern=True)
 
     def _tool_headers(self, method: str, params: Any) -> dict[str, tuple[str, ...]] | None:
         if method != "tools/call" or not isinstance(params, dict):
@@ -361,7 +299,7 @@ class StreamableHTTPApp:
     ) -> None:
         if h.PROTOCOL_VERSION in headers and (version is None or version not in self.server.versions):
             # 2025-06-18+: an invalid or unsupported MCP-Protocol-Version is a 400.
-            await _jsonrpc_error(
+            await jsonrpc_error(
                 send,
                 400,
                 _id_of(message),
@@ -392,11 +330,11 @@ class StreamableHTTPApp:
         else:
             found = self._session_for(session_id)
             if found is None:
-                await _jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
+                await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
             session = found
             if isinstance(message, Request) and message.method == "initialize":
-                await _jsonrpc_error(send, 400, message.id, INVALID_REQUEST, "Session already initialized")
+                await jsonrpc_error(send, 400, message.id, INVALID_REQUEST, "Session already initialized")
                 return
         session.touch()
         session.conn.principal = _principal.get()  # the latest token's scopes (step-up)
@@ -408,14 +346,15 @@ class StreamableHTTPApp:
             with contextlib.suppress(msgspec.DecodeError):
                 self._check_scopes(_principal.get(), message.method, _any.decode(message.params))
         if message.id in session.request_streams or session.engine.in_flight(message.id):
-            await _jsonrpc_error(
+            await jsonrpc_error(
                 send, 200, message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
             )
             return
         stream = session.open_stream(message.id)
         session.engine.feed_message(message)
         try:
-            await self._answer(
+            await answer(
+                self.settings,
                 stream,
                 session.engine,
                 message.id,
@@ -446,13 +385,13 @@ class StreamableHTTPApp:
             await respond(send, 202)
             return
         stream = ResponseStream("s", message.id, self.settings.stream_queue_limit)
-        engine = self.server.connect(_SingleChannel(stream), stateless=True)
+        engine = self.server.connect(SingleChannel(stream), stateless=True)
         if message.method != "initialize":
             # No session to remember a handshake: the header says the revision
             # (2025-03-26 when absent, streamable-http "Protocol Version Header").
             engine.dispatcher.lifecycle.assume(version or ProtocolVersion.V2025_03_26)  # type: ignore[attr-defined]
         engine.feed_message(message)
-        await self._answer(stream, engine, message.id, receive, send, json_ok, sse_ok, modern=False)
+        await answer(self.settings, stream, engine, message.id, receive, send, json_ok, sse_ok, modern=False)
 
     async def _post_batch(
         self,
@@ -465,9 +404,7 @@ class StreamableHTTPApp:
         """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
         session = self._session_for(headers.get(h.SESSION_ID, ""))
         if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
-            await _jsonrpc_error(
-                send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted"
-            )
+            await jsonrpc_error(send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted")
             return
         session.touch()
         streams: list[ResponseStream] = []
@@ -498,86 +435,6 @@ class StreamableHTTPApp:
             await respond(send, 202)
             return
         await respond(send, 200, b"[" + b",".join(answers) + b"]")
-
-    # -- answering a request ---------------------------------------------------
-
-    async def _answer(
-        self,
-        stream: ResponseStream,
-        engine: Session,
-        request_id: int | str,
-        receive: Receive,
-        send: Send,
-        json_ok: bool,
-        sse_ok: bool,
-        *,
-        modern: bool,
-        session: HTTPSession | None = None,
-        extra: list[tuple[bytes, bytes]] | None = None,
-    ) -> None:
-        """Send the request's answer as JSON when it is ready first, else as SSE."""
-        mode = self.settings.json_response
-        want_json = json_ok and mode is not False
-        want_sse = sse_ok and mode is not True
-        first = stream.ready()
-        if first is None:
-            first = await self._first(stream, engine, request_id, receive, modern, want_sse)
-            if first is None:
-                return  # the client went away
-        if first.final and want_json:
-            await _json_answer(send, first.data, modern, extra)
-            return
-        if not want_sse:
-            # JSON only: what came before the result has nowhere to go in this era's
-            # rules (legacy: it already went to the GET stream; modern: dropped).
-            item: StreamItem | None = first
-            while item is not None and not item.final:
-                item = await stream.get()
-            if item is not None:
-                await _json_answer(send, item.data, modern, extra)
-            return
-        resumable = session is not None
-
-        def disconnected() -> None:
-            if modern:
-                # 2026-07-28: closing the response stream cancels the request.
-                engine.cancel_local(request_id)
-
-        await pump_sse(
-            send,
-            receive,
-            stream,
-            first=first,
-            resumable=resumable,
-            retry_ms=self.settings.sse_retry_ms,
-            keepalive=self.settings.keepalive_interval,
-            on_disconnect=disconnected,
-            extra_headers=extra,
-        )
-
-    async def _first(
-        self,
-        stream: ResponseStream,
-        engine: Session,
-        request_id: int | str,
-        receive: Receive,
-        modern: bool,
-        want_sse: bool,
-    ) -> StreamItem | None:
-        """Wait for the first message, watching for the client leaving meanwhile."""
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            stream.close()
-            if modern:
-                engine.cancel_local(request_id)
-
-        watcher = asyncio.ensure_future(watch())
-        try:
-            return await stream.get()
-        finally:
-            watcher.cancel()
 
     # -- GET and DELETE (legacy sessions) ----------------------------------------
 
@@ -746,35 +603,3 @@ def _is_initialize(message: jsonrpc.Message) -> bool:
 
 def _id_of(message: jsonrpc.Message) -> int | str | None:
     return message.id if isinstance(message, Request | Response | ErrorResponse) else None
-
-
-def _error_code(data: bytes) -> int | None:
-    if data.find(b'"result":') != -1:
-        return None
-    try:
-        code = _any.decode(data)["error"]["code"]
-    except (msgspec.DecodeError, KeyError, TypeError):
-        return None
-    return code if isinstance(code, int) else None
-
-
-async def _json_answer(
-    send: Send, data: bytes, modern: bool, extra: Iterable[tuple[bytes, bytes]] | None
-) -> None:
-    code = _error_code(data)
-    status = 200 if code is None else h.status_for_error(code, modern=modern)
-    await respond(send, status, data, headers=extra or ())
-
-
-async def _jsonrpc_error(
-    send: Send, status: int, request_id: int | str | None, code: int, message: str
-) -> None:
-    await respond(send, status, jsonrpc.encode_error(request_id, code, message))
-
-
-async def _fail(send: Send, failure: HTTPFailure) -> None:
-    body = failure.body
-    if body is None:
-        body = jsonrpc.encode_error(None, INVALID_REQUEST, failure.message)
-    with contextlib.suppress(Exception):
-        await respond(send, failure.status, body, headers=failure.headers)

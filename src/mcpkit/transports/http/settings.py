@@ -1,0 +1,49 @@
+"""Every limit and switch of the HTTP transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...server.auth import Authenticator
+from .sessions import InMemorySessionStore, SessionStore
+
+__all__ = ["HTTPSettings"]
+
+
+@dataclass
+class HTTPSettings:
+    """Every limit and switch of the HTTP transport, with safe defaults."""
+
+    #: The MCP endpoint.
+    path: str = "/mcp"
+    #: True: answer every request as JSON; False: always SSE; None: JSON unless
+    #: the handler sends something before its result (then SSE).
+    json_response: bool | None = None
+    #: Legacy era without sessions (for scaled-out deployments).
+    stateless: bool = False
+    #: The address served; a loopback bind restricts Host and Origin to loopback names.
+    host: str = "127.0.0.1"
+    allowed_hosts: list[str] | None = None
+    allowed_origins: list[str] | None = None
+    max_body_bytes: int = 4 * 1024 * 1024
+    #: Deadline for receiving a request body (slow-body defence).
+    body_timeout: float = 30.0
+    #: Messages a stream may hold for a slow reader before it is cut off.
+    stream_queue_limit: int = 1024
+    #: Legacy events kept per stream for Last-Event-ID resumption.
+    replay_events: int = 1024
+    sse_retry_ms: int = 1000
+    keepalive_interval: float = 15.0
+    session_idle_timeout: float = 3600.0
+    max_sessions: int = 10_000
+    #: On shutdown, how long in-flight requests may take to finish.
+    shutdown_grace: float = 30.0
+    session_store: SessionStore = field(default_factory=InMemorySessionStore)
+    #: Legacy HTTP+SSE (2024-11-05) endpoints; None disables them.
+    sse_path: str | None = "/sse"
+    message_path: str = "/messages/"
+    #: An OAuth resource server (e.g. ``mcpkit.auth.server``): every MCP route
+    #: then needs a valid bearer token, and the protected-resource metadata is served.
+    auth: Authenticator | None = None
+    #: The canonical URL of the endpoint, tokens' audience; by default from the request.
+    resource_url: str | None = None
