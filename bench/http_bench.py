@@ -1,15 +1,17 @@
-"""Benchmark of Streamable HTTP ``tools/call`` throughput: mcpkit vs the official SDK vs a bare ASGI floor.
+"""Benchmark of Streamable HTTP ``tools/call`` throughput: mcpkit vs its peers vs a bare ASGI floor.
 
 Method (docs: /work/shared/docs/performance-anchors.md, section 3):
 
-* Three servers, each serving one tool ``echo(text: str) -> str`` over Streamable HTTP on 127.0.0.1 with one
-  uvicorn worker (asyncio loop, h11): ``bench/servers/mcpkit_http.py``, ``official_http.py`` and
-  ``floor_http.py`` (a bare ASGI app answering with a hand-built result). Each takes ``PORT MODE``.
+* Servers (``bench/peers.py``), each serving one tool ``echo(text: str) -> str`` over Streamable HTTP on
+  127.0.0.1 at ``/mcp``: ``bench/servers/mcpkit_http.py``, ``official_http.py`` and ``fastmcp_http.py`` (one
+  uvicorn worker each: asyncio loop, h11), ``ts_http.mjs`` (TypeScript SDK, ``node:http`` +
+  ``StreamableHTTPServerTransport``) and ``floor_http.py`` (a bare ASGI app on the same uvicorn defaults,
+  answering with a hand-built result). Each takes ``PORT MODE``.
 * Modes: ``json`` = legacy stateful sessions with JSON responses; ``sse`` = legacy stateful sessions with SSE
   responses; ``modern`` = 2026-07-28 stateless requests (``_meta`` envelope + ``MCP-Protocol-Version``,
-  ``Mcp-Method``, ``Mcp-Name`` headers) against each server's default response setting; ``modern-json`` = the
-  same with ``json_response=True``; ``stateless-json`` (not run by default) = legacy stateless, JSON.
-  What each mode means for each server is spelled out in the server files and in the report.
+  ``Mcp-Method``, ``Mcp-Name`` headers) against each server's default response setting; ``modern-json`` and
+  ``stateless-json`` (legacy, no session) on request. The TS SDK 1.x has no modern mode; a server runs only
+  the modes it supports (``peers.HTTP_MODES``). What each mode means for each server is in the report.
 * Load: ``wrk -t1 -cC -dDs --timeout 5s -s bench/wrk_mcp_call.lua URL -- ERA [SESSION]`` at C = 1, 16, 64.
   The Lua script POSTs a ``tools/call`` with a unique JSON-RPC id per request and checks every response
   (status 200, an unseen id it sent, the echoed text, no error); any bad body, wrk error or unchecked
@@ -22,16 +24,16 @@ Method (docs: /work/shared/docs/performance-anchors.md, section 3):
   run: req/s, p50/p99 latency, server CPU per request (utime+stime from ``/proc/PID/stat``); per process:
   RSS after start-up and peak RSS (VmHWM from ``/proc/PID/status``) after the last run. Every figure in the
   report is a median over repetitions.
-* The mcpkit servers import a copy of ``src/mcpkit`` taken when the run starts (``--live-source`` turns this
-  off), since other people may edit ``src/`` during a ten-minute run. A server that prints anything has its
-  output kept in a temporary directory named in the report's notes.
+* The mcpkit servers import a byte-compiled copy of ``src/mcpkit`` taken when the run starts
+  (``--live-source`` turns this off), since other people may edit ``src/`` during a ten-minute run. A server
+  that prints anything has its output kept in a temporary directory named in the report's notes.
 
 Usage::
 
-    python bench/http_bench.py            # full: -d5s, 3 reps, modes json sse modern modern-json,
-                                          # c=1,16,64; writes the HTTP section of bench/RESULTS.md
-    python bench/http_bench.py --smoke    # quick check: -d1s, 1 rep, c=16, json only; no RESULTS.md
-    python bench/http_bench.py --modes json --conns 16 --reps 5 --only mcpkit --only official
+    python bench/http_bench.py            # full: all peers, -d5s after a 2 s warm-up, 3 reps, modes
+                                          # json sse modern, c=1,16,64; writes its RESULTS.md section
+    python bench/http_bench.py --smoke    # quick check: mcpkit/official/floor-py, -d1s, 1 rep, c=16, json
+    python bench/http_bench.py --modes json --conns 16 --reps 5 --peers mcpkit official ts-sdk
 
 wrk is installed with ``apt-get install -y wrk`` (Debian package) when it is not on PATH.
 The exit status is non-zero if any run fails.
@@ -41,14 +43,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import importlib.metadata
 import importlib.util
 import json
 import os
-import platform
 import random
-import re
 import shlex
 import shutil
 import signal
@@ -64,34 +62,39 @@ from pathlib import Path
 from typing import IO, Any
 
 import httpx
+from common import (
+    BENCH_DIR,
+    CLK_TCK,
+    RESULTS_PATH,
+    ROOT,
+    TEXT,
+    BenchFailure,
+    McpkitSource,
+    fmt,
+    load_average,
+    machine_lines,
+    mcpkit_source,
+    proc_cpu_ticks,
+    proc_status_kib,
+    ratio,
+    versions_line,
+    write_section,
+)
+from peers import ALL_PEERS, CORE_PEERS, HTTP_MODES, HTTP_SCRIPTS, http_argv, peer_env, setup_peers
 
-BENCH_DIR = Path(__file__).resolve().parent
-ROOT = BENCH_DIR.parent
-SERVERS_DIR = BENCH_DIR / "servers"
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
+SECTION = "http_bench"
 LUA_SCRIPT = BENCH_DIR / "wrk_mcp_call.lua"
-
 HOST = "127.0.0.1"
 PATH = "/mcp"
 LEGACY_VERSION = "2025-11-25"
 MODERN_VERSION = "2026-07-28"
-TEXT = "hello, world"
 WRK_TIMEOUT = "5s"
 WARMUP_CONNS = 16
 START_TIMEOUT_S = 30.0
 START_ATTEMPTS = 3
 STOP_TIMEOUT_S = 10.0
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-SECTION_START = "<!-- http_bench: begin (generated by bench/http_bench.py; replaced on every full run) -->"
-SECTION_END = "<!-- http_bench: end -->"
-SECTION_TITLE = "# HTTP: Streamable HTTP `tools/call` benchmark: mcpkit vs official SDK vs floor"
-
-SERVER_NAMES = ("mcpkit", "official", "floor")
-
-
-class BenchFailure(Exception):
-    """A server did not answer correctly (bad body, HTTP error, wrk error, crash or timeout)."""
+HTTP_PEERS = tuple(p for p in ALL_PEERS if p in HTTP_SCRIPTS)
+assert TEXT == "hello, world"  # wrk_mcp_call.lua sends and checks the same text
 
 
 # ----------------------------------------------------------------------------------------------- modes
@@ -103,7 +106,7 @@ class Mode:
     era: str  # "legacy" or "modern" (the wrk script's first argument)
     session: bool  # open an initialize session before each wrk run
     label: str  # short description for the report
-    servers: dict[str, str]  # what the mode means for each server
+    servers: dict[str, str]  # what the mode means for each server (absent: not supported)
 
 
 MODES: dict[str, Mode] = {
@@ -117,7 +120,9 @@ MODES: dict[str, Mode] = {
             {
                 "mcpkit": '`server.run("http", json_response=True)`',
                 "official": '`run("streamable-http", json_response=True)`',
-                "floor": "`application/json`",
+                "fastmcp": '`run("http", json_response=True)`',
+                "ts-sdk": "one `StreamableHTTPServerTransport` per session, `enableJsonResponse: true`",
+                "floor-py": "`application/json`",
             },
         ),
         Mode(
@@ -128,7 +133,9 @@ MODES: dict[str, Mode] = {
             {
                 "mcpkit": '`server.run("http", json_response=False)`',
                 "official": '`run("streamable-http")` (default: `json_response=False`)',
-                "floor": "one-event `text/event-stream`, chunked",
+                "fastmcp": '`run("http")` (default: `json_response=False`)',
+                "ts-sdk": "one transport per session, the SDK default (SSE responses)",
+                "floor-py": "one-event `text/event-stream`, chunked",
             },
         ),
         Mode(
@@ -142,7 +149,9 @@ MODES: dict[str, Mode] = {
                 "official": '`run("streamable-http")` (defaults; modern requests are routed by the '
                 "`MCP-Protocol-Version` header whatever `stateless_http` is; `json_response=False` runs "
                 "the tool in a task group and answers JSON when it finishes before the SSE deferral window)",
-                "floor": "`application/json`",
+                "fastmcp": '`run("http")` (defaults; fastmcp serves HTTP with the `mcp` session manager, '
+                "so modern requests are routed as in `mcp`)",
+                "floor-py": "`application/json`",
             },
         ),
         Mode(
@@ -153,7 +162,8 @@ MODES: dict[str, Mode] = {
             {
                 "mcpkit": '`server.run("http", json_response=True)`',
                 "official": '`run("streamable-http", json_response=True)` (answers in the ASGI task)',
-                "floor": "`application/json`",
+                "fastmcp": '`run("http", json_response=True)`',
+                "floor-py": "`application/json`",
             },
         ),
         Mode(
@@ -164,13 +174,15 @@ MODES: dict[str, Mode] = {
             {
                 "mcpkit": '`server.run("http", stateless=True, json_response=True)`',
                 "official": '`run("streamable-http", stateless_http=True, json_response=True)`',
-                "floor": "`application/json`",
+                "fastmcp": '`run("http", stateless_http=True, json_response=True)`',
+                "ts-sdk": "a new `McpServer` + transport per request (`sessionIdGenerator: undefined`, "
+                "`enableJsonResponse: true`), the SDK's documented stateless pattern",
+                "floor-py": "`application/json`",
             },
         ),
     )
 }
-DEFAULT_MODES = ("json", "sse", "modern", "modern-json")
-
+DEFAULT_MODES = ("json", "sse", "modern")
 
 # --------------------------------------------------------------------------------------------- servers
 
@@ -178,72 +190,17 @@ DEFAULT_MODES = ("json", "sse", "modern", "modern-json")
 @dataclass(frozen=True)
 class ServerSpec:
     name: str
-    script: Path
     env: dict[str, str] = field(default_factory=dict)
 
     def argv(self, port: int, mode: str) -> list[str]:
-        return [sys.executable, str(self.script), str(port), mode]
+        return http_argv(self.name, port, mode)
+
+    def supports(self, mode: str) -> bool:
+        return mode in HTTP_MODES[self.name]
 
 
-def git(*args: str) -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
-def mcpkit_env(snapshot: Path | None) -> tuple[dict[str, str], str]:
-    """Environment for the mcpkit server, and a note on where mcpkit is imported from."""
-    existing = os.environ.get("PYTHONPATH")
-    if snapshot is not None:
-        path = str(snapshot)
-        head = git("rev-parse", "--short", "HEAD") or "unknown"
-        dirty = git("status", "--porcelain", "--", "src/mcpkit").splitlines()
-        note = (
-            f"a copy of `src/mcpkit` taken when the run started (git HEAD {head}"
-            f"{f', plus {len(dirty)} uncommitted changes in src/mcpkit' if dirty else ', clean'}), "
-            "so every server process in the run imports the same code"
-        )
-        return {"PYTHONPATH": path if not existing else f"{path}{os.pathsep}{existing}"}, note
-    if importlib.util.find_spec("mcpkit") is not None:
-        return {}, "installed in the venv (as it was when each server process started)"
-    src = str(ROOT / "src")
-    return {"PYTHONPATH": src if not existing else f"{src}{os.pathsep}{existing}"}, f"PYTHONPATH={src}"
-
-
-def snapshot_source() -> Path:
-    """Copy src/mcpkit to a temporary directory: other people may edit src/ while the benchmark runs."""
-    dest = Path(tempfile.mkdtemp(prefix="http_bench_src_"))
-    shutil.copytree(ROOT / "src" / "mcpkit", dest / "mcpkit", ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
-
-
-def server_specs(snapshot: Path | None = None) -> tuple[list[ServerSpec], str]:
-    env, note = mcpkit_env(snapshot)
-    specs = [
-        ServerSpec("mcpkit", SERVERS_DIR / "mcpkit_http.py", env),
-        ServerSpec("official", SERVERS_DIR / "official_http.py"),
-        ServerSpec("floor", SERVERS_DIR / "floor_http.py"),
-    ]
-    return specs, note
-
-
-# ---------------------------------------------------------------------------------------------- /proc
-
-
-def proc_cpu_ticks(pid: int) -> int:
-    """utime + stime of the whole process (all threads), in clock ticks."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
-
-
-def proc_status_kib(pid: int) -> dict[str, int]:
-    """VmRSS and VmHWM in KiB."""
-    out: dict[str, int] = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0])
-    return out
+def server_specs(peers: Sequence[str], source: McpkitSource) -> list[ServerSpec]:
+    return [ServerSpec(name, peer_env(name, source)) for name in peers if name in HTTP_SCRIPTS]
 
 
 # ------------------------------------------------------------------------------------------------- wrk
@@ -651,9 +608,9 @@ class CellStats:
 
 
 def bench(wrk: str, specs: Sequence[ServerSpec], cfg: Settings) -> dict[tuple[str, str], CellStats]:
-    stats = {(s.name, m): CellStats() for s in specs for m in cfg.modes}
+    stats = {(s.name, m): CellStats() for s in specs for m in cfg.modes if s.supports(m)}
     rng = random.Random(cfg.seed)
-    pairs = [(s, MODES[m]) for s in specs for m in cfg.modes]
+    pairs = [(s, MODES[m]) for s in specs for m in cfg.modes if s.supports(m)]
     for rep in range(1, cfg.reps + 1):
         order = list(pairs)
         rng.shuffle(order)
@@ -691,24 +648,35 @@ ANCHORS: dict[str, dict[int, int]] = {
     "mcp-sdk stateful, SSE (default)": {1: 1_112, 16: 899, 64: 886},
     "mcp-sdk stateful, JSON": {1: 1_844, 16: 1_884, 64: 1_822},
     "mcp-sdk stateless, JSON": {1: 1_469, 16: 1_550, 64: 1_370},
+    "fastmcp stateful, SSE (default)": {1: 859, 16: 690, 64: 595},
+    "fastmcp stateful, JSON": {1: 1_330, 16: 1_148, 64: 1_237},
+    "fastmcp stateless, JSON": {1: 1_033, 16: 838, 64: 861},
+    "ts-sdk stateful, SSE (default)": {1: 3_491, 16: 6_105, 64: 5_943},
+    "ts-sdk stateful, JSON": {1: 3_274, 16: 5_505, 64: 4_849},
+    "ts-sdk stateless, JSON": {1: 1_926, 16: 2_316, 64: 2_175},
 }
-TARGET_RATIO = 3.0  # mcpkit >= 3x the official SDK's req/s at c=16, JSON responses
 
 
-def fmt(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
-
-
-def ratio(num: float | None, den: float | None) -> str:
-    return f"{num / den:.2f}x" if num is not None and den else "n/a"
+def summary(stats: dict[tuple[str, str], CellStats]) -> dict[tuple[str, str, int], float | None]:
+    """Median req/s per (server, mode, connections), for run_all's targets."""
+    out: dict[tuple[str, str, int], float | None] = {}
+    for (name, mode), cell in stats.items():
+        for conns in {r for u in cell.units for r in u.runs}:
+            out[(name, mode, conns)] = cell.median(conns, lambda r: r.rps)
+    return out
 
 
 def render_report(
-    stats: dict[tuple[str, str], CellStats], cfg: Settings, machine: list[str], names: Sequence[str]
+    stats: dict[tuple[str, str], CellStats],
+    cfg: Settings,
+    machine: list[str],
+    names: Sequence[str],
+    title_level: str = "#",
 ) -> str:
+    h1, h2 = title_level, title_level + "#"
     lines: list[str] = []
     add = lines.append
-    add(SECTION_TITLE)
+    add(f"{h1} HTTP: Streamable HTTP `tools/call` with wrk")
     add("")
     for item in machine:
         add(f"- {item}")
@@ -718,29 +686,31 @@ def render_report(
         "per server process; every response checked by the Lua hook; (server, mode) processes interleaved "
         "in shuffled order and connection counts shuffled within each process; cells are medians over the "
         f"successful repetitions (`runs`, out of {cfg.reps}). `vs floor` = floor req/s / server req/s "
-        "(higher = further from the floor). Peak RSS = VmHWM of the server process after its last run."
+        "(higher = further from the floor). Peak RSS = VmHWM of the server process after its last run. "
+        "`not supported` = the server has no such mode (the TS SDK 1.x speaks no 2026-07-28 requests)."
     )
     add("")
-    add("## Modes")
+    add(f"{h2} Modes")
     add("")
-    add("| mode | meaning | mcpkit | official | floor |")
-    add("|---|---|---|---|---|")
+    add("| mode | meaning | " + " | ".join(names) + " |")
+    add("|---|---|" + "---|" * len(names))
     for m in cfg.modes:
         mode = MODES[m]
-        add(
-            f"| `{m}` | {mode.label} | {mode.servers['mcpkit']} | {mode.servers['official']} "
-            f"| {mode.servers['floor']} |"
-        )
+        cells = [
+            mode.servers.get(n, "not supported") if m in HTTP_MODES[n] else "not supported" for n in names
+        ]
+        add(f"| `{m}` | {mode.label} | " + " | ".join(cells) + " |")
     add("")
     add(
         "Legacy modes send `MCP-Protocol-Version: 2025-11-25` and the session's `Mcp-Session-Id`; modern "
         f"modes send `MCP-Protocol-Version: {MODERN_VERSION}`, `Mcp-Method: tools/call`, `Mcp-Name: echo` "
         "and `params._meta` with `io.modelcontextprotocol/protocolVersion`, `.../clientCapabilities` and "
-        "`.../clientInfo`, and no session."
+        "`.../clientInfo`, and no session. Response shapes differ (performance-anchors.md): `mcp` adds "
+        "`structuredContent`, fastmcp also `_meta.fastmcp`, the TS SDK returns `content` only."
     )
     add("")
 
-    add("## Results")
+    add(f"{h2} Results (median req/s)")
     add("")
     head = "| server | mode | runs |"
     sep = "|---|---|---|"
@@ -753,8 +723,10 @@ def render_report(
     add(sep)
     for m in cfg.modes:
         for name in names:
-            cell = stats[(name, m)]
-            floor = stats.get(("floor", m))
+            cell = stats.get((name, m))
+            if cell is None:
+                continue
+            floor = stats.get(("floor-py", m))
             row = f"| **{name}** | `{m}` | {len(cell.units)}/{cfg.reps} |"
             for c in cfg.conns:
                 rps = cell.median(c, lambda r: r.rps)
@@ -767,7 +739,31 @@ def render_report(
             add(row)
     add("")
 
-    add("## Server CPU per request")
+    if "mcpkit" in names:
+        others = [n for n in names if n != "mcpkit"]
+        add(f"{h2} Ratios: mcpkit req/s ÷ each peer's req/s")
+        add("")
+        add(
+            "Quotients of the medians, same mode and connection count (> 1: mcpkit is faster; against the "
+            "floor, < 1 is how close mcpkit comes to it). `n/a`: the peer has no such mode."
+        )
+        add("")
+        add("| mode | c | mcpkit req/s | " + " | ".join(f"÷ {o}" for o in others) + " |")
+        add("|---|---|---|" + "---|" * len(others))
+        for m in cfg.modes:
+            mk = stats.get(("mcpkit", m))
+            if mk is None:
+                continue
+            for c in cfg.conns:
+                mr = mk.median(c, lambda r: r.rps)
+                cells = []
+                for o in others:
+                    oc = stats.get((o, m))
+                    cells.append(ratio(mr, oc.median(c, lambda r: r.rps)) if oc else "n/a")
+                add(f"| `{m}` | {c} | {fmt(mr)} | " + " | ".join(cells) + " |")
+        add("")
+
+    add(f"{h2} Server CPU per request")
     add("")
     add(
         f"utime+stime of the server process over each wrk run, divided by the requests it answered (µs; "
@@ -784,7 +780,9 @@ def render_report(
     add("|---|---|" + "---|" * len(cfg.conns) + "---|---|")
     for m in cfg.modes:
         for name in names:
-            cell = stats[(name, m)]
+            cell = stats.get((name, m))
+            if cell is None:
+                continue
             cpu = " | ".join(fmt(cell.median(c, lambda r: r.server_cpu_us)) for c in cfg.conns)
             rss = fmt(_mib(cell.unit_median(lambda u: u.rss_start_kib)), 1)
             sizes = [r.resp_bytes for c in cfg.conns for r in cell.runs(c)]
@@ -792,62 +790,20 @@ def render_report(
             add(f"| {name} | `{m}` | {cpu} | {rss} | {size} |")
     add("")
 
-    if "mcpkit" in names and "official" in names:
-        add("## Ratios")
-        add("")
-        add(
-            "`mcpkit/official` = mcpkit req/s / official req/s (> 1: mcpkit faster); `floor/mcpkit` = floor "
-            "req/s / mcpkit req/s (how far mcpkit is from the floor). Quotients of the medians; `best` uses "
-            "each server's best repetition (load from other processes only ever slows a run down)."
-        )
-        add("")
-        add(
-            "| mode | c | mcpkit req/s | official req/s | floor req/s | mcpkit/official "
-            "| best: mcpkit/official "
-            "| floor/mcpkit | p50 mcpkit / official ms |"
-        )
-        add("|---|---|---|---|---|---|---|---|---|")
-        for m in cfg.modes:
-            mk, of, fl = stats[("mcpkit", m)], stats[("official", m)], stats.get(("floor", m))
-            for c in cfg.conns:
-                mr = mk.median(c, lambda r: r.rps)
-                orr = of.median(c, lambda r: r.rps)
-                fr = fl.median(c, lambda r: r.rps) if fl else None
-                mb = max((r.rps for r in mk.runs(c)), default=None)
-                ob = max((r.rps for r in of.runs(c)), default=None)
-                add(
-                    f"| `{m}` | {c} | {fmt(mr)} | {fmt(orr)} | {fmt(fr)} | {ratio(mr, orr)} "
-                    f"| {ratio(mb, ob)} "
-                    f"| {ratio(fr, mr)} | {fmt(mk.median(c, lambda r: r.p50_ms), 2)} / "
-                    f"{fmt(of.median(c, lambda r: r.p50_ms), 2)} |"
-                )
-        add("")
-        if "json" in cfg.modes and 16 in cfg.conns:
-            mr = stats[("mcpkit", "json")].median(16, lambda r: r.rps)
-            orr = stats[("official", "json")].median(16, lambda r: r.rps)
-            met = "n/a" if mr is None or not orr else ("yes" if mr >= TARGET_RATIO * orr else "no")
-            add("## Target")
-            add("")
-            add("| target | mcpkit req/s | official req/s | ratio | met |")
-            add("|---|---|---|---|---|")
-            add(
-                f"| mcpkit ≥ {TARGET_RATIO:g}x the official SDK's req/s at c=16, `json` mode "
-                f"| {fmt(mr)} | {fmt(orr)} | {ratio(mr, orr)} | {met} |"
-            )
-            add("")
-
-    add("## Per-repetition req/s")
+    add(f"{h2} Per-repetition req/s")
     add("")
     add("| server | mode | " + " | ".join(f"c={c}" for c in cfg.conns) + " |")
     add("|---|---|" + "---|" * len(cfg.conns))
     for m in cfg.modes:
         for name in names:
-            cell = stats[(name, m)]
+            cell = stats.get((name, m))
+            if cell is None:
+                continue
             per = " | ".join(" / ".join(fmt(r.rps) for r in cell.runs(c)) or "n/a" for c in cfg.conns)
             add(f"| {name} | `{m}` | {per} |")
     add("")
 
-    add("## Reference: anchor numbers (performance-anchors.md section 3, median req/s)")
+    add(f"{h2} Reference: anchor numbers (performance-anchors.md section 3, median req/s)")
     add("")
     add("| anchor | c=1 | c=16 | c=64 |")
     add("|---|---|---|---|")
@@ -858,7 +814,7 @@ def render_report(
     failures = [(name, m, f) for (name, m), cell in stats.items() for f in cell.failures]
     notes = [(name, m, n) for (name, m), cell in stats.items() for u in cell.units for n in u.notes]
     if failures or notes:
-        add("## Failures and notes")
+        add(f"{h2} Failures and notes")
         add("")
         for name, m, failure in failures:
             add(f"- **{name} `{m}` FAILED** {failure.splitlines()[0]}")
@@ -875,74 +831,23 @@ def _mib(kib: float | None) -> float | None:
     return None if kib is None else kib / 1024
 
 
-def write_section(report: str) -> None:
-    """Put the HTTP section into RESULTS.md: replace an earlier one, keep everything else."""
-    section = f"{SECTION_START}\n{report.rstrip()}\n{SECTION_END}\n"
-    text = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else ""
-    start, end = text.find(SECTION_START), text.find(SECTION_END)
-    if start != -1 and end > start:
-        new = text[:start] + section + text[end + len(SECTION_END) :].lstrip("\n")
-    else:
-        # No markers: drop a bare "# HTTP..." section (up to the next level-1 heading), then append.
-        match = re.search(r"^# HTTP\b.*?(?=^# (?!HTTP\b)|\Z)", text, flags=re.M | re.S)
-        if match:
-            text = text[: match.start()] + text[match.end() :]
-        new = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section
-    RESULTS_PATH.write_text(new)
-
-
-def package_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or "unknown"
-
-
-def load_average() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def machine_info(mcpkit_note: str, wrk: str) -> list[str]:
-    pkgs = (
-        "mcp",
-        "mcp-types",
-        "uvicorn",
-        "h11",
-        "starlette",
-        "anyio",
-        "pydantic",
-        "msgspec",
-        "orjson",
-        "mcpkit",
-    )
-    versions = ", ".join(f"{pkg} {package_version(pkg)}" for pkg in pkgs)
+def machine_info(source_note: str, wrk: str, names: Sequence[str]) -> list[str]:
+    pkgs = ("mcp", "mcp-types", "uvicorn", "h11", "starlette", "anyio", "pydantic", "orjson")
     loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
     http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     return [
-        f"date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
-        f"command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
-        f"machine: nproc {os.cpu_count()}, CPU {cpu_model()}, {platform.system()} {platform.release()}",
-        f"python: {platform.python_version()} ({sys.executable}); "
+        *machine_lines(),
         f"uvicorn runs with the {loop} loop and {http}",
-        f"packages: {versions}; mcpkit imported from: {mcpkit_note}",
+        f"packages: {versions_line(pkgs)}; mcpkit imported from: {source_note}",
         f"load generator: {wrk_version(wrk)}: `wrk -t1 -cC -dDs --timeout {WRK_TIMEOUT} "
         f"-s {LUA_SCRIPT.relative_to(ROOT)} http://127.0.0.1:PORT{PATH} -- ERA SESSION` "
         "(ERA `legacy` or `modern`; SESSION `-` for none)",
         "servers: `"
         + " | ".join(
-            f"python bench/servers/{s} PORT MODE"
-            for s in ("mcpkit_http.py", "official_http.py", "floor_http.py")
+            f"{'node' if script.endswith('.mjs') else 'python'} bench/servers/{script} PORT MODE"
+            for script in (HTTP_SCRIPTS[n] for n in names)
         )
-        + "` (127.0.0.1, one uvicorn worker; the official server runs with `log_level=WARNING`, so "
-        "uvicorn's per-request access log is off for all three)",
+        + "` (127.0.0.1; the Python servers run one uvicorn worker with the access log off)",
     ]
 
 
@@ -952,11 +857,13 @@ def machine_info(mcpkit_note: str, wrk: str) -> list[str]:
 def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument(
-        "--smoke", action="store_true", help="quick check: -d1s, 1 rep, c=16, json; no RESULTS.md"
+        "--smoke",
+        action="store_true",
+        help="quick check: mcpkit/official/floor-py, -d1s, 1 rep, c=16, json; no RESULTS.md",
     )
     parser.add_argument("--duration", type=int, default=None, help="seconds per wrk run (default 5; smoke 1)")
     parser.add_argument(
-        "--warmup", type=int, default=None, help="warm-up seconds per server (default 1; smoke 0)"
+        "--warmup", type=int, default=None, help="warm-up seconds per server (default 2; smoke 0)"
     )
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3; smoke 1)")
     parser.add_argument("--conns", type=int, nargs="+", default=None, help="connection counts (1 16 64)")
@@ -968,7 +875,15 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         help=f"modes (default: {' '.join(DEFAULT_MODES)})",
     )
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
-    parser.add_argument("--only", action="append", choices=SERVER_NAMES, help="run only these servers")
+    parser.add_argument(
+        "--peers",
+        "--only",
+        nargs="+",
+        action="extend",
+        choices=HTTP_PEERS,
+        help="servers to run (default: all; smoke: mcpkit official floor-py)",
+    )
+    parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
     parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
     parser.add_argument(
         "--live-source",
@@ -981,7 +896,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
     modes = tuple(args.modes or (("json",) if smoke else DEFAULT_MODES))
     cfg = Settings(
         duration_s=args.duration if args.duration is not None else (1 if smoke else 5),
-        warmup_s=args.warmup if args.warmup is not None else (0 if smoke else 1),
+        warmup_s=args.warmup if args.warmup is not None else (0 if smoke else 2),
         reps=args.reps if args.reps is not None else (1 if smoke else 3),
         conns=conns,
         modes=modes,
@@ -992,40 +907,49 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
     return args, cfg
 
 
+def config_line(cfg: Settings) -> str:
+    return (
+        f"-d{cfg.duration_s}s, warm-up {cfg.warmup_s} s, reps={cfg.reps}, c={list(cfg.conns)}, "
+        f"modes={list(cfg.modes)}, shuffle seed {cfg.seed}"
+    )
+
+
+def failed(stats: dict[tuple[str, str], CellStats], cfg: Settings) -> bool:
+    return any(cell.failures for cell in stats.values()) or any(
+        not cell.units or any(c not in u.runs for u in cell.units for c in cfg.conns)
+        for cell in stats.values()
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args, cfg = parse_args(argv)
     wrk, install_notes = ensure_wrk()
-    snapshot = None if args.live_source else snapshot_source()
-    specs, mcpkit_note = server_specs(snapshot)
-    if args.only:
-        specs = [s for s in specs if s.name in args.only]
+    wanted = list(dict.fromkeys(args.peers or (CORE_PEERS if args.smoke else HTTP_PEERS)))
+    setup = setup_peers(wanted, install=not args.no_install)
+    source = mcpkit_source(snapshot=not args.live_source)
+    specs = server_specs(setup.available, source)
     names = [s.name for s in specs]
     load_before = load_average()
     t0 = time.perf_counter()
     try:
         stats = bench(wrk, specs, cfg)
     finally:
-        if snapshot is not None:
-            shutil.rmtree(snapshot, ignore_errors=True)
+        source.cleanup()
     elapsed = time.perf_counter() - t0
     machine = [
-        *machine_info(mcpkit_note, wrk),
+        *machine_info(source.note, wrk, names),
+        *setup.lines(),
         *install_notes,
-        f"-d{cfg.duration_s}s, warm-up {cfg.warmup_s} s, reps={cfg.reps}, c={list(cfg.conns)}, "
-        f"modes={list(cfg.modes)}, shuffle seed {cfg.seed}; wall time {elapsed:.0f} s",
+        f"{config_line(cfg)}; wall time {elapsed:.0f} s",
         f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
     ]
     report = render_report(stats, cfg, machine, names)
     print(report)
-    failed = any(cell.failures for cell in stats.values()) or any(
-        not cell.units or any(c not in u.runs for u in cell.units for c in cfg.conns)
-        for cell in stats.values()
-    )
-    if failed:
+    if failed(stats, cfg) or (setup.missing and args.peers):
         print("\nFAILED: a server did not answer correctly; RESULTS.md not written.", file=sys.stderr)
         return 1
-    if not args.smoke and not args.only and not args.no_write:
-        write_section(report)
+    if not args.smoke and not args.no_write:
+        write_section(SECTION, report)
         print(f"\nwrote the HTTP section of {RESULTS_PATH}", file=sys.stderr)
     return 0
 

@@ -1,0 +1,209 @@
+"""Helpers shared by the benchmark scripts in ``bench/``: /proc readers, statistics, machine facts, the
+mcpkit source snapshot and the marked sections of ``bench/RESULTS.md``.
+
+Every script under ``bench/`` is run as ``python bench/NAME.py`` (so ``bench/`` is on ``sys.path``)
+and imports this module as ``common``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+SERVERS_DIR = BENCH_DIR / "servers"
+RESULTS_PATH = BENCH_DIR / "RESULTS.md"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TEXT = "hello, world"
+
+
+class BenchFailure(Exception):
+    """A server did not answer correctly (wrong answer, error response, EOF, crash or timeout)."""
+
+
+# ---------------------------------------------------------------------------------------------- /proc
+
+
+def proc_cpu_ticks(pid: int) -> int:
+    """utime + stime of the whole process (all threads), in clock ticks."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()
+    # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return int(fields[11]) + int(fields[12])
+
+
+def proc_status_kib(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM in KiB."""
+    out: dict[str, int] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0])
+    return out
+
+
+# ------------------------------------------------------------------------------------------ statistics
+
+
+def median(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return statistics.median(values) if values else None
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def ratio(num: float | None, den: float | None, digits: int = 2) -> str:
+    return f"{num / den:.{digits}f}x" if num is not None and den else "n/a"
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def load_1min() -> float:
+    return os.getloadavg()[0]
+
+
+# --------------------------------------------------------------------------------------------- machine
+
+
+def package_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or "unknown"
+
+
+def memory_total() -> str:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB RAM"
+    return "RAM unknown"
+
+
+def git(*args: str) -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def machine_lines() -> list[str]:
+    return [
+        f"date: {dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}",
+        f"command: `{shlex.join(sys.orig_argv)}` (cwd `{Path.cwd()}`)",
+        f"machine: nproc {os.cpu_count()}, CPU {cpu_model()}, {memory_total()}, "
+        f"{platform.system()} {platform.release()}",
+        f"python: {platform.python_version()} ({sys.executable})",
+    ]
+
+
+# ---------------------------------------------------------------------------------- mcpkit source copy
+
+
+@dataclass(frozen=True)
+class McpkitSource:
+    """Where the benchmark's mcpkit processes import mcpkit from."""
+
+    env: dict[str, str]  # extra environment for every process that imports mcpkit
+    note: str
+    path: Path | None  # the snapshot directory (None: the live install)
+
+    def cleanup(self) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _with_pythonpath(path: str) -> dict[str, str]:
+    existing = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": path if not existing else f"{path}{os.pathsep}{existing}"}
+
+
+def mcpkit_source(snapshot: bool = True) -> McpkitSource:
+    """A byte-compiled copy of ``src/mcpkit`` (default), or the live install.
+
+    Other people edit ``src/`` while a benchmark runs, so by default every mcpkit process in one run imports
+    the same copy, taken at the start. The copy is byte-compiled (``compileall``) because this environment
+    sets ``PYTHONDONTWRITEBYTECODE=1``: without ``.pyc`` files every fresh process would compile mcpkit from
+    source, which costs ~100 ms of start-up the installed peers (``mcp``, ``fastmcp``: byte-compiled by pip)
+    do not pay.
+    """
+    if not snapshot:
+        if importlib.util.find_spec("mcpkit") is not None:
+            return McpkitSource(
+                {}, "the live install in the venv (as it was when each process started)", None
+            )
+        src = str(ROOT / "src")
+        return McpkitSource(_with_pythonpath(src), f"PYTHONPATH={src} (live)", None)
+    dest = Path(tempfile.mkdtemp(prefix="mcpkit_bench_src_"))
+    shutil.copytree(ROOT / "src" / "mcpkit", dest / "mcpkit", ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(dest / "mcpkit")], check=True, capture_output=True
+    )
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "src/mcpkit").splitlines()
+    note = (
+        f"a byte-compiled copy of `src/mcpkit` taken when the run started (git HEAD {head}"
+        f"{f', plus {len(dirty)} uncommitted changes in src/mcpkit' if dirty else ', clean'})"
+    )
+    return McpkitSource(_with_pythonpath(str(dest)), note, dest)
+
+
+# ------------------------------------------------------------------------------------------ RESULTS.md
+
+
+def section_markers(name: str) -> tuple[str, str]:
+    return (
+        f"<!-- {name}: begin (generated by bench/{name}.py; replaced on every full run) -->",
+        f"<!-- {name}: end -->",
+    )
+
+
+def wrap_section(name: str, body: str) -> str:
+    start, end = section_markers(name)
+    return f"{start}\n{body.rstrip()}\n{end}\n"
+
+
+def write_section(name: str, body: str, path: Path = RESULTS_PATH) -> None:
+    """Put one generated section into RESULTS.md: replace an earlier one, keep everything else."""
+    section = wrap_section(name, body)
+    text = path.read_text() if path.exists() else ""
+    _, end_marker = section_markers(name)
+    # Older files used a slightly different begin marker: match on the name only.
+    match = re.search(
+        rf"<!-- {re.escape(name)}: begin[^>]*-->.*?{re.escape(end_marker)}\n?", text, flags=re.S
+    )
+    if match:
+        new = text[: match.start()] + section + text[match.end() :]
+    else:
+        new = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section
+    path.write_text(new)
+
+
+def versions_line(names: Iterable[str], versions: Mapping[str, str] | None = None) -> str:
+    got = versions or {}
+    return ", ".join(f"{n} {got.get(n) or package_version(n)}" for n in names)
