@@ -91,6 +91,8 @@ class Session:
         self._room.set()
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
+        self._input_held = False
+        self._input_done = asyncio.Event()
         #: Called once when the session closes.
         self.on_close: list[Callable[[], None]] = []
         # Optional synchronous fast path (see ServerConnection.answer_now).
@@ -105,6 +107,15 @@ class Session:
         answer before the channel closes (stdio: EOF on stdin ends the server
         cleanly); cancelling ``run`` winds down the same way.
         """
+        push = getattr(self.channel, "set_receiver", None)
+        if push is not None:
+            # The transport hands us lines from its own callback: no reader task.
+            push(self._on_lines)
+            try:
+                await self._input_done.wait()
+            finally:
+                await self.shutdown(self.shutdown_grace)
+            return
         try:
             while True:
                 batch = await self.channel.read()
@@ -148,6 +159,19 @@ class Session:
         return self._closed
 
     # -- inbound -------------------------------------------------------------
+
+    def _on_lines(self, batch: list[bytes | Oversized] | None) -> None:
+        if batch is None:
+            closed = getattr(self.dispatcher, "input_closed", None)
+            if closed is not None:
+                closed()
+            self._input_done.set()
+            return
+        for line in batch:
+            self._receive(line)
+        if len(self._in_flight) >= self.max_in_flight and not self._input_held:
+            self._input_held = True
+            self.channel.hold_input()  # type: ignore[attr-defined]
 
     def feed(self, line: bytes | Oversized) -> None:
         """Process one inbound message now (transports that are not read loops, e.g. HTTP)."""
@@ -205,6 +229,9 @@ class Session:
             self._in_flight.pop(request.id, None)
             if len(self._in_flight) < self.max_in_flight:
                 self._room.set()
+                if self._input_held:
+                    self._input_held = False
+                    self.channel.release_input()  # type: ignore[attr-defined]
 
     async def _answer(self, request: Request) -> bytes | None:
         """Run the handler and encode its answer; None when it was cancelled."""

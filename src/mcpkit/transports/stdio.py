@@ -14,7 +14,7 @@ import signal
 import stat
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
@@ -27,7 +27,13 @@ _READ_SIZE = 64 * 1024
 
 
 class _LineReader:
-    """Receives bytes from a transport, hands out batches of lines."""
+    """Receives bytes from a transport and hands out batches of lines.
+
+    Two ways out: ``read()`` for a reader loop, or a *receiver* callback that
+    gets each batch straight from the transport's ``data_received`` — no
+    future, no task switch, one pass of the event loop per read. The receiver
+    can ``hold`` delivery (the transport stops reading) and ``release`` it.
+    """
 
     def __init__(self, max_line_bytes: int) -> None:
         self.framer = LineFramer(max_line_bytes)
@@ -37,9 +43,17 @@ class _LineReader:
         self.pause: Any = None  # callable that pauses the transport
         self.resume: Any = None
         self.paused = False
+        self.receiver: Callable[[list[bytes | Oversized] | None], None] | None = None
+        #: Why delivery is held: the session is full, or the peer is not reading our output.
+        self.holds: set[str] = set()
 
     def feed(self, data: bytes) -> None:
-        self.lines.extend(self.framer.feed(data))
+        lines = self.framer.feed(data)
+        if self.receiver is not None and not self.holds and not self.lines:
+            if lines:
+                self.receiver(lines)
+            return
+        self.lines.extend(lines)
         if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
             self.paused = True
             self.pause()
@@ -49,6 +63,38 @@ class _LineReader:
         self.lines.extend(self.framer.eof())
         self.eof = True
         self._wake()
+        self._deliver()
+
+    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+        self.receiver = receiver
+        self._deliver()
+
+    def hold(self, reason: str) -> None:
+        self.holds.add(reason)
+        if self.pause is not None and not self.paused:
+            self.paused = True
+            self.pause()
+
+    def release(self, reason: str) -> None:
+        self.holds.discard(reason)
+        if self.holds:
+            return
+        self._deliver()
+        if self.paused and self.resume is not None and not self.eof:
+            self.paused = False
+            self.resume()
+
+    def _deliver(self) -> None:
+        receiver = self.receiver
+        if receiver is None or self.holds:
+            return
+        if self.lines:
+            batch = list(self.lines)
+            self.lines.clear()
+            receiver(batch)
+        if self.eof and not self.holds:
+            self.receiver = None  # EOF is delivered once
+            receiver(None)
 
     def _wake(self) -> None:
         w = self.waiter
@@ -93,18 +139,27 @@ class _ReadProtocol(asyncio.Protocol):
 
 
 class _WriteProtocol(asyncio.Protocol):
-    """Flow control for a write pipe: ``drain`` waits while the pipe is full."""
+    """Flow control for a write pipe: ``drain`` waits while the pipe is full.
+
+    With a receiver on the read side, a full pipe also holds input: a peer
+    that does not read our answers gets no more of its requests read.
+    """
 
     def __init__(self) -> None:
         self._paused = False
         self._drained: asyncio.Future[None] | None = None
         self.lost = False
+        self.reader: _LineReader | None = None
 
     def pause_writing(self) -> None:
         self._paused = True
+        if self.reader is not None:
+            self.reader.hold("output")
 
     def resume_writing(self) -> None:
         self._paused = False
+        if self.reader is not None:
+            self.reader.release("output")
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
 
@@ -135,6 +190,17 @@ class StdioChannel:
 
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
+
+    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+        """Deliver input batches to ``receiver`` as they arrive (None at end of input)."""
+        self._protocol.reader = self._reader
+        self._reader.set_receiver(receiver)
+
+    def hold_input(self) -> None:
+        self._reader.hold("session")
+
+    def release_input(self) -> None:
+        self._reader.release("session")
 
     def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
         if not self._transport.is_closing():
