@@ -120,9 +120,7 @@ class Session:
             while True:
                 batch = await self.channel.read()
                 if batch is None:
-                    closed = getattr(self.dispatcher, "input_closed", None)
-                    if closed is not None:
-                        closed()
+                    self._input_closed()
                     break
                 for line in batch:
                     if not self._room.is_set():
@@ -137,6 +135,9 @@ class Session:
         """Let in-flight handlers finish (within ``grace`` seconds), fail pending requests, close."""
         if self._closed:
             return
+        hold = getattr(self.channel, "hold_input", None)
+        if hold is not None:
+            hold()  # winding down: nothing new is read while in-flight work finishes
         if self._in_flight:
             _, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
             for task in pending:
@@ -160,11 +161,14 @@ class Session:
 
     # -- inbound -------------------------------------------------------------
 
+    def _input_closed(self) -> None:
+        closed = getattr(self.dispatcher, "input_closed", None)
+        if closed is not None:
+            closed()
+
     def _on_lines(self, batch: list[bytes | Oversized] | None) -> None:
         if batch is None:
-            closed = getattr(self.dispatcher, "input_closed", None)
-            if closed is not None:
-                closed()
+            self._input_closed()
             self._input_done.set()
             return
         for line in batch:
