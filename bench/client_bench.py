@@ -38,11 +38,11 @@ from typing import Any
 
 from common import (
     CLK_TCK,
-    RESULTS_PATH,
     SERVERS_DIR,
     TEXT,
     BenchFailure,
     McpkitSource,
+    finish,
     fmt,
     load_average,
     machine_lines,
@@ -50,7 +50,6 @@ from common import (
     package_version,
     proc_cpu_ticks,
     ratio,
-    write_section,
 )
 
 SECTION = "client_bench"
@@ -318,14 +317,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
     ]
     report = render_report(stats, n, reps, machine)
-    print(report)
-    if any(s.failures for s in stats.values()):
-        print("\nFAILED; RESULTS.md not written.", file=sys.stderr)
-        return 1
-    if not args.smoke and not args.no_write:
-        write_section(SECTION, report)
-        print(f"\nwrote the client section of {RESULTS_PATH}", file=sys.stderr)
-    return 0
+    return finish(
+        report,
+        bool(any(s.failures for s in stats.values())),
+        write=not args.smoke and not args.no_write,
+        section=SECTION,
+        label="client",
+    )
 
 
 if __name__ == "__main__":

@@ -207,3 +207,15 @@ def write_section(name: str, body: str, path: Path = RESULTS_PATH) -> None:
 def versions_line(names: Iterable[str], versions: Mapping[str, str] | None = None) -> str:
     got = versions or {}
     return ", ".join(f"{n} {got.get(n) or package_version(n)}" for n in names)
+
+
+def finish(report: str, failed: bool, *, write: bool, section: str, label: str) -> int:
+    """Print a phase's report; write its RESULTS.md section unless it failed. Returns the exit code."""
+    print(report)
+    if failed:
+        print("\nFAILED; RESULTS.md not written.", file=sys.stderr)
+        return 1
+    if write:
+        write_section(section, report)
+        print(f"\nwrote the {label} section of {RESULTS_PATH}", file=sys.stderr)
+    return 0

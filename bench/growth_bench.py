@@ -34,15 +34,14 @@ import http_bench
 import httpx
 import stdio_bench
 from common import (
-    RESULTS_PATH,
     BenchFailure,
     McpkitSource,
+    finish,
     fmt,
     load_average,
     machine_lines,
     mcpkit_source,
     proc_status_kib,
-    write_section,
 )
 from peers import HTTP_MODES, HTTP_SCRIPTS, peer_env, setup_peers, stdio_argv
 
@@ -312,14 +311,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
     ]
     report = render_report(stats, setup.available, modes, calls, machine)
-    print(report)
-    if stats.failures:
-        print("\nFAILED; RESULTS.md not written.", file=sys.stderr)
-        return 1
-    if not args.smoke and not args.no_write:
-        write_section(SECTION, report)
-        print(f"\nwrote the memory-growth section of {RESULTS_PATH}", file=sys.stderr)
-    return 0
+    return finish(
+        report,
+        bool(stats.failures),
+        write=not args.smoke and not args.no_write,
+        section=SECTION,
+        label="memory-growth",
+    )
 
 
 if __name__ == "__main__":

@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 
 import orjson
 from common import (
-    RESULTS_PATH,
     SERVERS_DIR,
     BenchFailure,
     McpkitSource,
+    finish,
     fmt,
     load_average,
     machine_lines,
@@ -44,7 +44,6 @@ from common import (
     median,
     proc_status_kib,
     ratio,
-    write_section,
 )
 from peers import ALL_PEERS, CORE_PEERS, interpreter, peer_env, setup_peers, stdio_argv
 
@@ -422,14 +421,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average (1/5/15 min) before: {load_before}; after: {load_average()}",
     ]
     report = render_report(stats, setup.available, reps, machine)
-    print(report)
-    if stats.failures:
-        print("\nFAILED; RESULTS.md not written.", file=sys.stderr)
-        return 1
-    if not args.smoke and not args.no_write:
-        write_section(SECTION, report)
-        print(f"\nwrote the start-up section of {RESULTS_PATH}", file=sys.stderr)
-    return 0
+    return finish(
+        report,
+        bool(stats.failures),
+        write=not args.smoke and not args.no_write,
+        section=SECTION,
+        label="start-up",
+    )
 
 
 if __name__ == "__main__":
