@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -358,19 +358,29 @@ class MCPServer:
 
     # -- running -------------------------------------------------------------
 
-    def connect(self, channel: Channel, *, stateless: bool = False) -> Session:
+    def connect(
+        self,
+        channel: Channel,
+        *,
+        stateless: bool = False,
+        changes: bool | None = None,
+        ids: Iterator[int | str] | None = None,
+    ) -> Session:
         """Attach a new connection over ``channel``; run it with ``await session.run()``.
 
         ``stateless`` connections serve single requests (modern HTTP): they get no
-        change notifications of their own.
+        change notifications of their own. ``changes=False`` turns them off for a
+        stateful connection whose notifications are delivered elsewhere (sessions
+        shared by several workers); ``ids`` numbers its outbound requests.
         """
-        conn = ServerConnection(self, changes=not stateless)
+        conn = ServerConnection(self, changes=(not stateless) if changes is None else changes)
         session = Session(
             channel,
             conn,
             max_in_flight=self.max_in_flight,
             request_timeout=60.0,
             handler_timeout=self.request_timeout,
+            ids=ids,
         )
         conn.attach(session)
         return session

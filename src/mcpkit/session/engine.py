@@ -13,7 +13,7 @@ import contextlib
 import itertools
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 import msgspec
@@ -76,6 +76,7 @@ class Session:
         request_timeout: float | None = 60.0,
         handler_timeout: float | None = None,
         shutdown_grace: float | None = 30.0,
+        ids: Iterator[int | str] | None = None,
     ) -> None:
         self.channel = channel
         self.dispatcher = dispatcher
@@ -83,7 +84,9 @@ class Session:
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout
         self.shutdown_grace = shutdown_grace
-        self._ids = itertools.count(1)
+        #: Ids for our outbound requests; several workers sharing one session
+        #: give each its own (prefixed) sequence so answers can find their way back.
+        self._ids: Iterator[int | str] = ids if ids is not None else itertools.count(1)
         self._pending: dict[int | str, asyncio.Future[msgspec.Raw]] = {}
         self._progress: dict[int | str, ProgressCallback] = {}
         self._in_flight: dict[int | str, asyncio.Task[None]] = {}
