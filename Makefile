@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,http]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis]'
 	touch $(STAMP)
 
 # The Inspector, connected to the example weather server; it prints the URL to open.

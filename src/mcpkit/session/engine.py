@@ -217,6 +217,10 @@ class Session:
     def in_flight(self, request_id: int | str) -> bool:
         return request_id in self._in_flight
 
+    def awaiting(self, request_id: int | str) -> bool:
+        """Whether one of our outbound requests with this id still awaits its answer."""
+        return request_id in self._pending
+
     def _start_request(self, request: Request) -> None:
         rid = request.id
         if rid in self._in_flight:
