@@ -1,0 +1,320 @@
+"""A round-robin reverse proxy for testing scaled-out deployments.
+
+Several worker processes serving one MCP endpoint are only a deployment when
+something spreads the traffic over them. :class:`RoundRobinProxy` is that
+something, made as unkind as a real load balancer can be: *every request*
+(not every connection) goes to the next backend, so two consecutive requests of
+one client never reach the same worker. It:
+
+- streams responses chunk by chunk, unbuffered (SSE events flow as they are sent);
+- forwards request and response headers, except the hop-by-hop ones (RFC 9110 7.6.1);
+  ``Host`` is passed through as the client sent it;
+- propagates a client's disconnect: the upstream connection is closed at once;
+- survives a dead backend: a refused connection moves on to the next backend;
+  when every backend refuses, the answer is ``502 Bad Gateway``;
+- cuts the client off (no clean end of the body) when a backend dies mid-response,
+  as a real proxy does, so the client can tell a broken stream from a finished one.
+
+Usage::
+
+    async with RoundRobinProxy(["http://127.0.0.1:8001", "http://127.0.0.1:8002"]) as proxy:
+        httpx.post(f"{proxy.url}/mcp", ...)
+        proxy.log          # which backend answered each request
+
+It runs uvicorn in the current event loop and reaches the backends with httpx
+(``pip install mcpkit[http]``). Connections to backends are not reused: each
+request opens its own, so a killed backend leaves no stale pooled connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+__all__ = ["ProxiedRequest", "RoundRobinProxy"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+
+#: RFC 9110 7.6.1 (and the old ``Proxy-Connection``/``Keep-Alive``): never forwarded.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+
+#: Set in a request's task when the proxy cuts the client off on purpose: uvicorn's
+#: "returned without completing response" error for that request is then expected.
+_aborting: contextvars.ContextVar[bool] = contextvars.ContextVar("mcpkit_proxy_aborting", default=False)
+
+
+class _QuietAbort(logging.Filter):
+    """Drops uvicorn's complaint about a response the proxy cut off on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _aborting.get()
+
+
+_quiet_abort = _QuietAbort()
+
+
+@dataclass
+class ProxiedRequest:
+    """One request that went through the proxy."""
+
+    method: str
+    path: str
+    #: Index into ``backends`` of the backend that answered; None when none did.
+    backend: int | None
+    #: The upstream status; 502 when no backend answered.
+    status: int
+    #: Backends that refused the connection before one answered.
+    refused: tuple[int, ...] = ()
+
+
+class RoundRobinProxy:
+    """A reverse proxy sending each HTTP request to the next of ``backends`` in turn.
+
+    ``backends`` are base URLs (``http://127.0.0.1:8001``); the request's path and
+    query are appended. Use it as an async context manager; ``url`` is its own base URL.
+    """
+
+    def __init__(
+        self,
+        backends: list[str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        connect_timeout: float = 3.0,
+    ) -> None:
+        if not backends:
+            raise ValueError("RoundRobinProxy needs at least one backend")
+        self.backends = [b.rstrip("/") for b in backends]
+        self.host = host
+        self.port = port
+        self.connect_timeout = connect_timeout
+        #: Every request so far, in arrival order.
+        self.log: list[ProxiedRequest] = []
+        self._next = 0
+        self._closing = asyncio.Event()
+        self._client: httpx.AsyncClient | None = None
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- the public surface -----------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The proxy's base URL (``http://host:port``), valid once entered."""
+        if self._server is None:
+            raise RuntimeError("the proxy is not running")
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def next_backend(self) -> int:
+        """The index of the backend the next request is sent to first."""
+        return self._next % len(self.backends)
+
+    @next_backend.setter
+    def next_backend(self, index: int) -> None:
+        self._next = index % len(self.backends)
+
+    async def start(self) -> None:
+        import uvicorn
+
+        self._client = httpx.AsyncClient(
+            timeout=httpx.Timeout(None, connect=self.connect_timeout),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),
+            follow_redirects=False,
+            trust_env=False,
+        )
+        logging.getLogger("uvicorn.error").addFilter(_quiet_abort)
+        config = uvicorn.Config(
+            self,
+            host=self.host,
+            port=self.port,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            server_header=False,
+            date_header=False,
+            timeout_graceful_shutdown=2,
+        )
+        self._server = server = uvicorn.Server(config)
+        self._task = task = asyncio.ensure_future(server.serve())
+        async with asyncio.timeout(10):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("the proxy stopped before it started")
+                await asyncio.sleep(0.01)
+        self.port = server.servers[0].sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        self._closing.set()
+        server, task = self._server, self._task
+        if server is not None and task is not None:
+            server.should_exit = True
+            try:
+                async with asyncio.timeout(10):
+                    await task
+            except TimeoutError:
+                server.force_exit = True
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self._client is not None:
+            await self._client.aclose()
+        self._server = self._task = self._client = None
+
+    async def __aenter__(self) -> RoundRobinProxy:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    # -- ASGI ----------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = await _read_body(receive)
+        if body is None:
+            return  # the client left before its body arrived
+        method: str = scope["method"]
+        target = scope.get("raw_path") or scope["path"].encode()
+        if scope.get("query_string"):
+            target += b"?" + scope["query_string"]
+        path = target.decode("latin-1")
+        headers = _request_headers(scope)
+        first = self._next
+        self._next = (self._next + 1) % len(self.backends)
+        refused: list[int] = []
+        response: httpx.Response | None = None
+        index = first
+        assert self._client is not None
+        for step in range(len(self.backends)):
+            index = (first + step) % len(self.backends)
+            request = self._client.build_request(
+                method, self.backends[index] + path, headers=headers, content=body
+            )
+            try:
+                response = await self._client.send(request, stream=True)
+                break
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                refused.append(index)
+        if response is None:
+            self.log.append(ProxiedRequest(method, path, None, 502, tuple(refused)))
+            await _plain(send, 502, b"Bad Gateway: no backend accepted the connection\n")
+            return
+        self.log.append(ProxiedRequest(method, path, index, response.status_code, tuple(refused)))
+        try:
+            await self._relay(response, receive, send)
+        finally:
+            await response.aclose()
+
+    async def _relay(self, response: httpx.Response, receive: Any, send: Any) -> None:
+        """Stream ``response`` to the client until it ends, the client leaves, or we stop."""
+        named = {
+            token.strip().lower()
+            for value in response.headers.get_list("connection")
+            for token in value.split(",")
+        }
+        drop = HOP_BY_HOP | named
+        out_headers = [
+            (k.lower(), v) for k, v in response.headers.raw if k.lower().decode("latin-1") not in drop
+        ]
+        await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
+
+        async def pump() -> bool:
+            """True: the body ended cleanly; False: the backend broke off."""
+            try:
+                async for chunk in response.aiter_raw():
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except httpx.HTTPError:
+                return False
+            return True
+
+        async def client_gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        pumping = asyncio.ensure_future(pump())
+        leaving = asyncio.ensure_future(client_gone())
+        closing = asyncio.ensure_future(self._closing.wait())
+        try:
+            await asyncio.wait({pumping, leaving, closing}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (pumping, leaving, closing):
+                task.cancel()
+            for task in (pumping, leaving, closing):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if leaving.done() and not leaving.cancelled():
+            return  # the client left: closing the upstream response (our caller) tells the backend
+        if pumping.done() and not pumping.cancelled() and not pumping.result():
+            # The backend died mid-body: cut the client off rather than end the body cleanly.
+            _aborting.set(True)
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+async def _read_body(receive: Any) -> bytes | None:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    raw: list[tuple[bytes, bytes]] = list(scope.get("headers", ()))
+    named = {
+        token.strip().lower()
+        for name, value in raw
+        if name.lower() == b"connection"
+        for token in value.decode("latin-1").split(",")
+    }
+    drop = HOP_BY_HOP | named | {"content-length"}  # httpx sets the length of the body it sends
+    headers = [(k, v) for k, v in raw if k.lower().decode("latin-1") not in drop]
+    client = scope.get("client")
+    if client:
+        headers.append((b"x-forwarded-for", str(client[0]).encode()))
+    return headers
+
+
+async def _plain(send: Any, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
