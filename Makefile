@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup redis
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +27,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# Redis on 127.0.0.1:$(REDIS_PORT) (the scale-out tests and conformance leg need it): started if not answering.
+redis:
+	@if [ "$$(redis-cli -h 127.0.0.1 -p $(REDIS_PORT) ping 2>/dev/null)" != "PONG" ]; then \
+		echo "starting redis-server on 127.0.0.1:$(REDIS_PORT)"; \
+		redis-server --port $(REDIS_PORT) --bind 127.0.0.1 --daemonize yes --save '' --appendonly no >/dev/null; \
+		for i in $$(seq 1 50); do \
+			[ "$$(redis-cli -h 127.0.0.1 -p $(REDIS_PORT) ping 2>/dev/null)" = "PONG" ] && exit 0; sleep 0.1; \
+		done; \
+		echo "redis-server did not answer PING on 127.0.0.1:$(REDIS_PORT)"; exit 1; \
+	fi
+
+unit: $(STAMP) redis
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 bench-smoke: $(STAMP)
@@ -38,7 +50,7 @@ test: lint typecheck unit bench-smoke conformance
 conformance-setup: $(STAMP)
 	$(BIN)/python scripts/conformance.py --setup-only
 
-conformance: $(STAMP)
+conformance: $(STAMP) redis
 	$(BIN)/python scripts/conformance.py --leg all
 
 bench: $(STAMP)
