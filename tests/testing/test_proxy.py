@@ -162,6 +162,7 @@ async def test_requests_and_responses_are_forwarded_faithfully() -> None:
         assert "x-private" not in seen["headers"]  # named in Connection: hop-by-hop
         assert seen["headers"]["content-length"] == "7"
         assert proxy.log[0].method == "POST" and proxy.log[0].status == 201
+        assert proxy.log[0].body == b"payload" and proxy.log[0].headers["x-custom"] == "v1"
 
 
 async def test_streams_are_relayed_event_by_event() -> None:
@@ -198,7 +199,11 @@ async def test_a_refused_backend_is_skipped() -> None:
                 got = [(await client.get("/x")).headers["x-backend"] for _ in range(3)]
             # a; the dead one refuses, so b; then b's own turn.
             assert got == ["a", "b", "b"]
-            assert [(r.backend, r.refused) for r in proxy.log] == [(0, ()), (2, (1,)), (2, ())]
+            assert [(r.turn, r.backend, r.refused) for r in proxy.log] == [
+                (0, 0, []),
+                (1, 2, [1]),
+                (2, 2, []),
+            ]
 
 
 async def test_no_backend_answers_502() -> None:
@@ -206,7 +211,7 @@ async def test_no_backend_answers_502() -> None:
         async with httpx.AsyncClient(base_url=proxy.url, timeout=5) as client:
             response = await client.post("/mcp", json={})
         assert response.status_code == 502
-        assert proxy.log[0].backend is None and proxy.log[0].refused == (0, 1)
+        assert proxy.log[0].backend is None and proxy.log[0].refused == [0, 1]
 
 
 async def test_a_backend_dying_mid_body_cuts_the_client_off() -> None:

@@ -33,7 +33,7 @@ import contextlib
 import contextvars
 import logging
 from collections.abc import MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -77,16 +77,20 @@ _quiet_abort = _QuietAbort()
 
 @dataclass
 class ProxiedRequest:
-    """One request that went through the proxy."""
+    """One request that went through the proxy (logged on arrival, updated as it goes)."""
 
     method: str
     path: str
-    #: Index into ``backends`` of the backend that answered; None when none did.
-    backend: int | None
-    #: The upstream status; 502 when no backend answered.
-    status: int
+    headers: dict[str, str]
+    body: bytes
+    #: Index into ``backends`` of the backend tried first (its round-robin turn).
+    turn: int
+    #: The backend that answered; None until one does, or when none did.
+    backend: int | None = None
+    #: The upstream status; 502 when no backend answered; None until answered.
+    status: int | None = None
     #: Backends that refused the connection before one answered.
-    refused: tuple[int, ...] = ()
+    refused: list[int] = field(default_factory=list)
 
 
 class RoundRobinProxy:
@@ -209,9 +213,15 @@ class RoundRobinProxy:
         headers = _request_headers(scope)
         first = self._next
         self._next = (self._next + 1) % len(self.backends)
-        refused: list[int] = []
+        entry = ProxiedRequest(
+            method,
+            path,
+            {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())},
+            body,
+            first,
+        )
+        self.log.append(entry)
         response: httpx.Response | None = None
-        index = first
         assert self._client is not None
         for step in range(len(self.backends)):
             index = (first + step) % len(self.backends)
@@ -220,14 +230,15 @@ class RoundRobinProxy:
             )
             try:
                 response = await self._client.send(request, stream=True)
-                break
             except (httpx.ConnectError, httpx.ConnectTimeout):
-                refused.append(index)
+                entry.refused.append(index)
+                continue
+            entry.backend, entry.status = index, response.status_code
+            break
         if response is None:
-            self.log.append(ProxiedRequest(method, path, None, 502, tuple(refused)))
+            entry.status = 502
             await _plain(send, 502, b"Bad Gateway: no backend accepted the connection\n")
             return
-        self.log.append(ProxiedRequest(method, path, index, response.status_code, tuple(refused)))
         try:
             await self._relay(response, receive, send)
         finally:
