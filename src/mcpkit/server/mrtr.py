@@ -69,9 +69,13 @@ class RequestStateCodec:
     in the environment, else a random per-process key).
     """
 
-    def __init__(self, secret: bytes | str | None = None, ttl: float = 600.0) -> None:
+    def __init__(
+        self, secret: bytes | str | None = None, ttl: float = 600.0, *, explicit: bool = False
+    ) -> None:
+        env = os.environ.get("MCPKIT_STATE_SECRET")
+        #: Whether the key was given (argument or environment) rather than made up here.
+        self.explicit = explicit or secret is not None or bool(env)
         if secret is None:
-            env = os.environ.get("MCPKIT_STATE_SECRET")
             secret = env.encode() if env else os.urandom(32)
         self._key = secret.encode() if isinstance(secret, str) else secret
         self.ttl = ttl

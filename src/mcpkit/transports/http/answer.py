@@ -83,6 +83,8 @@ async def answer(
             await json_answer(send, item.data, modern, extra)
         return
     resumable = session is not None
+    if session is not None and session.shared is not None:
+        session.shared.persist(session, stream)  # resumable on any worker
 
     def disconnected() -> None:
         if modern:

@@ -25,10 +25,11 @@ from msgspec import UNSET
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
-from ...protocol.errors import INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
+from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.versions import ProtocolVersion, parse_version
+from ...scale.errors import RedisUnavailable
 from ...server.auth import Authenticator, AuthError, Principal
 from .answer import SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
@@ -39,6 +40,7 @@ from .streams import ResponseStream, pump_sse
 
 if TYPE_CHECKING:
     from ...server.app import MCPServer
+    from .shared import SharedSessions
 
 __all__ = ["HTTPSettings", "StreamableHTTPApp"]
 
@@ -82,6 +84,12 @@ class StreamableHTTPApp:
         from .legacy_sse import LegacySSE
 
         self.legacy_sse = LegacySSE(self) if settings.sse_path else None
+        #: Sessions, streams and changes shared with other workers (Redis), or None.
+        self.shared: SharedSessions | None = None
+        if settings.redis_url:
+            from .shared import SharedSessions
+
+            self.shared = SharedSessions(self, settings.redis_url, settings.redis_prefix)
 
     # -- ASGI ----------------------------------------------------------------
 
@@ -98,10 +106,21 @@ class StreamableHTTPApp:
             if self.draining:
                 raise HTTPFailure(503, "server is shutting down", headers=[(b"retry-after", b"5")])
             self._ensure_reaper()
+            if self.shared is not None:
+                await self.shared.start()
+                if self.shared.backend.overloaded:
+                    raise HTTPFailure(
+                        503, "Redis is not keeping up; try again", headers=[(b"retry-after", b"1")]
+                    )
             self.in_flight += 1
             self._idle.clear()
             try:
                 await self._route(scope, receive, send, headers)
+            except RedisUnavailable as exc:
+                # Legacy sessions live in Redis: without it they cannot be served
+                # (modern stateless requests do not need it and go on working).
+                body = jsonrpc.encode_error(None, INTERNAL_ERROR, str(exc))
+                raise HTTPFailure(503, str(exc), headers=[(b"retry-after", b"1")], body=body) from None
             finally:
                 self.in_flight -= 1
                 if self.in_flight == 0:
@@ -145,13 +164,16 @@ class StreamableHTTPApp:
 
     # -- authorization -------------------------------------------------------
 
-    def _session_for(self, session_id: str) -> HTTPSession | None:
+    async def _session_for(self, session_id: str) -> HTTPSession | None:
         """The session, if it exists and belongs to this caller.
 
         A session created by one principal is invisible to every other: the
         same 404 as an unknown id, so ids cannot be probed (CVE-2026-52869).
         """
-        session = self.sessions.get(session_id)
+        if self.shared is not None:
+            session = await self.shared.find(session_id) if session_id else None
+        else:
+            session = self.sessions.get(session_id)
         if session is None:
             return None
         principal = _principal.get()
@@ -318,17 +340,21 @@ class StreamableHTTPApp:
             if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
                 raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
             principal = _principal.get()
-            session = HTTPSession(
-                self.server,
-                new_session_id(),
-                self.settings.stream_queue_limit,
-                self.settings.replay_events,
-                principal=principal.key if principal is not None else None,
-            )
+            owner = principal.key if principal is not None else None
+            if self.shared is not None:
+                session = self.shared.new_session(new_session_id(), owner)
+            else:
+                session = HTTPSession(
+                    self.server,
+                    new_session_id(),
+                    self.settings.stream_queue_limit,
+                    self.settings.replay_events,
+                    principal=owner,
+                )
             self.sessions.add(session)
             extra.append((b"mcp-session-id", session.id.encode()))
         else:
-            found = self._session_for(session_id)
+            found = await self._session_for(session_id)
             if found is None:
                 await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
@@ -339,7 +365,8 @@ class StreamableHTTPApp:
         session.touch()
         session.conn.principal = _principal.get()  # the latest token's scopes (step-up)
         if not isinstance(message, Request):
-            session.engine.feed_message(message)
+            if self.shared is None or not self.shared.relay(session, message):
+                session.engine.feed_message(message)
             await respond(send, 202, headers=extra)
             return
         if self.settings.auth is not None and message.params is not None:
@@ -353,6 +380,14 @@ class StreamableHTTPApp:
         stream = session.open_stream(message.id)
         session.engine.feed_message(message)
         try:
+            if self.shared is not None and message.method in self.shared.stateful:
+                try:
+                    await self.shared.commit(session, message, stream)
+                except RedisUnavailable:
+                    if message.method == "initialize":
+                        self.sessions.remove(session.id)
+                        await session.close()
+                    raise
             await answer(
                 self.settings,
                 stream,
@@ -402,7 +437,7 @@ class StreamableHTTPApp:
         version: ProtocolVersion | None,
     ) -> None:
         """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
-        session = self._session_for(headers.get(h.SESSION_ID, ""))
+        session = await self._session_for(headers.get(h.SESSION_ID, ""))
         if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
             await jsonrpc_error(send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted")
             return
@@ -446,11 +481,17 @@ class StreamableHTTPApp:
             raise HTTPFailure(405, "GET needs a legacy session", headers=[(b"allow", b"POST")])
         if "text/event-stream" not in headers.get("accept", "") and "*/*" not in headers.get("accept", ""):
             raise HTTPFailure(406, "Accept must include text/event-stream")
-        session = self._session_for(session_id)
+        session = await self._session_for(session_id)
         if session is None:
             raise HTTPFailure(404, "Session not found")
         session.touch()
         last = headers.get(h.LAST_EVENT_ID)
+        if self.shared is not None:
+            try:
+                await self.shared.get(send, receive, session, last)
+            finally:
+                session.touch()
+            return
         if last is not None:
             found = session.find_stream(last.strip())
             if found is None:
@@ -493,9 +534,11 @@ class StreamableHTTPApp:
         session_id = headers.get(h.SESSION_ID)
         if session_id is None or self.settings.stateless:
             raise HTTPFailure(405, "DELETE needs a legacy session", headers=[(b"allow", b"POST")])
-        session = self._session_for(session_id)
+        session = await self._session_for(session_id)
         if session is None:
             raise HTTPFailure(404, "Session not found")
+        if self.shared is not None:
+            await self.shared.delete(session)
         self.sessions.remove(session_id)
         await session.close()
         await respond(send, 200)
@@ -540,6 +583,8 @@ class StreamableHTTPApp:
 
     async def startup(self) -> None:
         """Enter the server's lifespan hook (mounted apps: call from the parent's lifespan)."""
+        if self.shared is not None:
+            await self.shared.start()
         self._lifespan = self.server.running()
         await self._lifespan.__aenter__()
         self._ensure_reaper()
@@ -551,6 +596,8 @@ class StreamableHTTPApp:
         self.server.stopping.set()
         for session in self.sessions:
             session.standalone.close()
+        if self.shared is not None:
+            self.shared.end_streams()
         if self.legacy_sse is not None:
             await self.legacy_sse.drain()
         if self.in_flight:
@@ -570,6 +617,8 @@ class StreamableHTTPApp:
         if self._lifespan is not None:
             await self._lifespan.__aexit__(None, None, None)
             self._lifespan = None
+        if self.shared is not None:
+            await self.shared.close()
 
 
 # -- helpers --------------------------------------------------------------------------

@@ -74,6 +74,8 @@ class HTTPSession:
         stream_limit: int,
         history: int,
         principal: str | None = None,
+        *,
+        shared: SharedHooks | None = None,
     ) -> None:
         self.id = session_id
         self.principal = principal
@@ -85,13 +87,22 @@ class HTTPSession:
         #: Every resumable stream by id, for Last-Event-ID.
         self.streams: dict[str, ResponseStream] = {}
         self._counter = 0
+        #: Set when the session is shared by several workers (Redis).
+        self.shared = shared
+        self._stream_prefix = shared.stream_prefix if shared is not None else session_id[:8]
         self.standalone = self.open_stream(None)
         self.standalone.closed = True  # nobody reads until a GET arrives; keep history only
         self.get_connected = False
         #: Legacy HTTP+SSE (2024-11-05): every message goes to the one GET stream.
         self.single_stream = False
         self.channel = RoutingChannel(self)
-        self.engine: Session = server.connect(self.channel)
+        if shared is not None:
+            # Changes reach shared sessions through their event log (written once,
+            # where the change happened), not through a bus subscription per copy.
+            self.engine: Session = server.connect(self.channel, changes=False, ids=shared.request_ids())
+            shared.attach(self)
+        else:
+            self.engine = server.connect(self.channel)
         self.conn: ServerConnection = self.engine.dispatcher  # type: ignore[assignment]
         self.conn.stream_closer = self.close_request_stream
 
@@ -106,7 +117,8 @@ class HTTPSession:
                     if len(self.streams) < self.MAX_STREAMS:
                         break
         self._counter += 1
-        stream = ResponseStream(f"{self.id[:8]}{self._counter}", request_id, self.stream_limit, self.history)
+        stream_id = f"{self._stream_prefix}{self._counter}"
+        stream = ResponseStream(stream_id, request_id, self.stream_limit, self.history)
         self.streams[stream.stream_id] = stream
         if request_id is not None:
             self.request_streams[request_id] = stream
@@ -139,6 +151,21 @@ class HTTPSession:
         self.streams.clear()
         self.request_streams.clear()
         await self.engine.shutdown(grace=0)
+
+
+class SharedHooks(Protocol):
+    """What a session shared by several workers needs from the sharing layer."""
+
+    stream_prefix: str
+
+    def request_ids(self) -> Iterator[int | str]:
+        """Ids for requests to the client that tell which worker awaits the answer."""
+
+    def attach(self, session: HTTPSession) -> None:
+        """Route the standalone stream to the shared log."""
+
+    def persist(self, session: HTTPSession, stream: ResponseStream) -> None:
+        """Record a request stream in the shared log (it is answered as SSE)."""
 
 
 class SessionStore(Protocol):

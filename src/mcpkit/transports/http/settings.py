@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ...server.auth import Authenticator
@@ -47,3 +48,8 @@ class HTTPSettings:
     auth: Authenticator | None = None
     #: The canonical URL of the endpoint, tokens' audience; by default from the request.
     resource_url: str | None = None
+    #: Share legacy sessions, resumable streams and notifications with every other
+    #: worker through this Redis (``MCPKIT_REDIS_URL``); None keeps them in memory.
+    redis_url: str | None = field(default_factory=lambda: os.environ.get("MCPKIT_REDIS_URL") or None)
+    #: Key prefix in Redis: deployments sharing one Redis use different prefixes.
+    redis_prefix: str = field(default_factory=lambda: os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit")

@@ -51,6 +51,7 @@ class ResponseStream:
         "finished",
         "history",
         "limit",
+        "mirror",
         "overflowed",
         "queue",
         "request_id",
@@ -72,6 +73,9 @@ class ResponseStream:
         #: No live HTTP response is reading (client gone, or the server closed it).
         self.closed = False
         self.overflowed = False
+        #: Where every message is also recorded when the stream's history is
+        #: shared with other workers (see :meth:`persist`).
+        self.mirror: Callable[[StreamItem], None] | None = None
 
     def push(self, data: bytes, final: bool = False) -> None:
         if self.finished:
@@ -79,7 +83,9 @@ class ResponseStream:
         self.finished = final
         self.seq += 1
         item = StreamItem(self.seq, data, final)
-        if self.history is not None:
+        if self.mirror is not None:
+            self.mirror(item)
+        elif self.history is not None:
             self.history.append(item)
         if self.closed:
             return
@@ -115,6 +121,16 @@ class ResponseStream:
         """End the live response (the handler, if any, goes on for resumable streams)."""
         self.closed = True
         self._wake()
+
+    def persist(self, mirror: Callable[[StreamItem], None]) -> None:
+        """Record this stream's history so far, and every later message, with ``mirror``
+        (a shared event log that any worker can resume from) instead of in memory."""
+        if self.mirror is not None:
+            return
+        for item in self.history or ():
+            mirror(item)
+        self.history = None
+        self.mirror = mirror
 
     def reopen(self, after_seq: int) -> bool:
         """Resume after ``after_seq``: queue what was missed. False when not resumable."""

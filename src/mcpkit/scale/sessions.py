@@ -1,0 +1,204 @@
+"""Legacy sessions and their resumable event logs, kept in Redis.
+
+Keys (all under the backend's prefix; ``sid`` is the session id):
+
+- ``s:{sid}`` hash: ``r`` the session record (JSON), ``l`` its log level;
+  expires after the idle timeout, refreshed by every request;
+- ``subs:{sid}`` set: the resource URIs the session is subscribed to;
+- ``live`` sorted set: session ids scored by expiry time (list-changed fan-out);
+- ``ev:{sid}:{stream}`` stream: the events of one SSE stream, for
+  ``Last-Event-ID``; capped near ``history`` entries, expiring with the session.
+  ``stream`` ``g`` is the session's standalone (GET) stream;
+- ``evs:{sid}`` set: the event-log keys of the session (for DELETE).
+
+Request streams have one writer (the worker running the request), so their
+entries carry explicit ids ``0-<seq>`` and the SSE event id keeps the local
+sequence number. The standalone stream has many writers (any worker may raise
+a change) and takes Redis-assigned ids.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from .backend import RedisBackend
+
+__all__ = ["STANDALONE", "Event", "RedisSessions", "SessionRecord"]
+
+#: The stream id of a session's standalone (GET) stream.
+STANDALONE = "g"
+
+
+class SessionRecord(msgspec.Struct, omit_defaults=True):
+    """What another worker needs to serve a session: who owns it and what was negotiated."""
+
+    version: str
+    principal: str | None = None
+    capabilities: dict[str, Any] = {}
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+
+
+class Event(msgspec.Struct, array_like=True):
+    id: str
+    data: bytes
+    final: bool
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_record = msgspec.json.Decoder(SessionRecord).decode
+
+# A change raised on one worker, written once into the standalone log of every
+# live session that wants it (resource updates only where subscribed).
+_FAN_OUT = """
+local now = tonumber(ARGV[1])
+local kind, uri, data, prefix, maxlen, ttl = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local n = 0
+for _, sid in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if kind ~= 'resource' or redis.call('SISMEMBER', prefix .. ':subs:' .. sid, uri) == 1 then
+    local key = prefix .. ':ev:' .. sid .. ':g'
+    redis.call('XADD', key, 'MAXLEN', '~', maxlen, '*', 'd', data)
+    redis.call('EXPIRE', key, ttl)
+    n = n + 1
+  end
+end
+return n
+"""
+
+
+class RedisSessions:
+    """Session records and event logs of one deployment (see the module docs for keys)."""
+
+    def __init__(self, backend: RedisBackend, ttl: float, history: int) -> None:
+        self.backend = backend
+        self.ttl = max(1, int(ttl))
+        self.history = max(1, history)
+        self.live = backend.key("live")
+
+    def _rec(self, sid: str) -> str:
+        return self.backend.key("s", sid)
+
+    def _subs(self, sid: str) -> str:
+        return self.backend.key("subs", sid)
+
+    def log_key(self, sid: str, stream: str) -> str:
+        return self.backend.key("ev", sid, stream)
+
+    def _logs(self, sid: str) -> str:
+        return self.backend.key("evs", sid)
+
+    # -- records ----------------------------------------------------------------
+
+    async def create(self, sid: str, record: SessionRecord) -> None:
+        """Commit a new session (awaited before its id is given to the client)."""
+        pipe = self.backend.client.pipeline(transaction=True)
+        pipe.hset(self._rec(sid), "r", _encode(record))
+        pipe.expire(self._rec(sid), self.ttl)
+        pipe.zadd(self.live, {sid: time.time() + self.ttl})
+        await self.backend.call(pipe.execute())
+
+    async def fetch(self, sid: str) -> SessionRecord | None:
+        """The session's record, refreshing its expiry; None when unknown or expired."""
+        pipe = self.backend.client.pipeline(transaction=False)
+        pipe.hgetall(self._rec(sid))
+        pipe.expire(self._rec(sid), self.ttl)
+        pipe.expire(self._subs(sid), self.ttl)
+        pipe.zadd(self.live, {sid: time.time() + self.ttl}, xx=True)
+        fields: dict[bytes, bytes] = (await self.backend.call(pipe.execute()))[0]
+        raw = fields.get(b"r")
+        if raw is None:
+            return None
+        try:
+            record = _decode_record(raw)
+        except msgspec.DecodeError:
+            return None
+        level = fields.get(b"l")
+        record.log_level = level.decode() if level else None
+        return record
+
+    async def set_log_level(self, sid: str, level: str | None) -> None:
+        if level is None:
+            await self.backend.call(self.backend.client.hdel(self._rec(sid), "l"))
+        else:
+            await self.backend.call(self.backend.client.hset(self._rec(sid), "l", level))
+
+    async def subscribe(self, sid: str, uri: str, on: bool) -> None:
+        pipe = self.backend.client.pipeline(transaction=False)
+        if on:
+            pipe.sadd(self._subs(sid), uri)
+            pipe.expire(self._subs(sid), self.ttl)
+        else:
+            pipe.srem(self._subs(sid), uri)
+        await self.backend.call(pipe.execute())
+
+    async def delete(self, sid: str) -> None:
+        logs = await self.backend.call(self.backend.client.smembers(self._logs(sid)))
+        pipe = self.backend.client.pipeline(transaction=True)
+        pipe.delete(self._rec(sid), self._subs(sid), self._logs(sid), self.log_key(sid, STANDALONE), *logs)
+        pipe.zrem(self.live, sid)
+        await self.backend.call(pipe.execute())
+
+    # -- event logs -------------------------------------------------------------------
+
+    def append(
+        self, sid: str, stream: str, seq: int | None, data: bytes, final: bool = False, **extra: bytes
+    ) -> None:
+        """Queue one event (ordered, not awaited). ``seq`` None: Redis picks the id."""
+        key = self.log_key(sid, stream)
+        fields: dict[str, bytes] = {"d": data, **extra}
+        if final:
+            fields["f"] = b"1"
+        entry_id = "*" if seq is None else f"0-{seq}"
+        ttl, cap = self.ttl, self.history
+        first = seq == 1
+        logs = self._logs(sid)
+
+        def command(pipe: Any) -> None:
+            pipe.xadd(key, fields, id=entry_id, maxlen=cap, approximate=True)
+            pipe.expire(key, ttl)
+            if first:
+                pipe.sadd(logs, key)
+                pipe.expire(logs, ttl)
+
+        self.backend.write(command)
+
+    def fan_out(self, kind: str, uri: str | None, data: bytes) -> None:
+        """Queue a change for the standalone log of every live session that wants it."""
+        args = (time.time(), kind, uri or "", data, self.backend.prefix, self.history, self.ttl)
+        live = self.live
+        self.backend.write(lambda pipe: pipe.eval(_FAN_OUT, 1, live, *args))
+
+    async def exists(self, sid: str, stream: str) -> bool:
+        return bool(await self.backend.call(self.backend.client.exists(self.log_key(sid, stream))))
+
+    async def last_id(self, sid: str, stream: str) -> str:
+        """The id of the newest event (``0-0`` for an empty log)."""
+        found: Any = await self.backend.call(
+            self.backend.client.xrevrange(self.log_key(sid, stream), count=1)
+        )
+        return str(found[0][0].decode()) if found else "0-0"
+
+    async def read(self, sid: str, stream: str, after: str, block_ms: int, count: int = 256) -> list[Event]:
+        """Events after ``after``, waiting up to ``block_ms`` for the first one."""
+        key = self.log_key(sid, stream)
+        got: Any = await self.backend.call(
+            self.backend.client.xread({key: after}, count=count, block=block_ms)
+        )
+        events: list[Event] = []
+        for _key, entries in got or ():
+            for entry_id, fields in entries:
+                events.append(Event(entry_id.decode(), fields.get(b"d", b""), fields.get(b"f") == b"1"))
+        return events
+
+    async def first_fields(self, sid: str, stream: str) -> dict[bytes, bytes]:
+        found: Any = await self.backend.call(self.backend.client.xrange(self.log_key(sid, stream), count=1))
+        return dict(found[0][1]) if found else {}
+
+    async def claim_end(self, sid: str, stream: str) -> bool:
+        """Once per stream: the right to write the end of an orphaned request's log."""
+        key = self.backend.key("end", sid, stream)
+        return bool(await self.backend.call(self.backend.client.set(key, b"1", nx=True, ex=self.ttl)))
