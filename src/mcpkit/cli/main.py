@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .. import __version__
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
@@ -46,15 +46,33 @@ def _run(args: argparse.Namespace, console: Console) -> int:
 
     if args.command_argv is not None:
         raise CLIError("mcpkit run takes no command after --", EXIT_USAGE)
+    if args.transport == "stdio" and (args.workers != 1 or args.redis or args.stateless):
+        raise CLIError("--workers, --redis and --stateless need --transport http", EXIT_USAGE)
+    if args.transport != "stdio":
+        from ..transports.http.workers import WorkersError, check_workers
+
+        try:
+            check_workers(args.workers, stateless=args.stateless, redis_url=args.redis)
+        except WorkersError as exc:
+            raise CLIError(str(exc), EXIT_USAGE) from None
     try:
-        server = load_server(args.target)
+        server = load_server(args.target)  # in the parent too: a bad target is a usage error here
     except (LookupError, ImportError, OSError) as exc:
         raise CLIError(str(exc), EXIT_USAGE) from None
     if args.transport == "stdio":
         server.run("stdio")
-    else:
-        server.run(args.transport, host=args.host, port=args.port)
-    return 0
+        return 0
+    settings: dict[str, Any] = {"stateless": True} if args.stateless else {}
+    if args.workers == 1:
+        if args.redis:
+            os.environ["MCPKIT_REDIS_URL"] = args.redis
+        server.run(args.transport, host=args.host, port=args.port, **settings)
+        return 0
+    from ..transports.http.workers import serve_http_workers
+
+    return serve_http_workers(
+        args.target, workers=args.workers, host=args.host, port=args.port, redis_url=args.redis, **settings
+    )
 
 
 def _lazy(module: str, name: str) -> Handler:
@@ -165,6 +183,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     run.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     run.add_argument("--port", type=int, default=8000)
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="http: serve the port with N processes (N > 1 needs --redis or --stateless)",
+    )
+    run.add_argument(
+        "--redis",
+        metavar="URL",
+        help="http: share sessions, streams and notifications on Redis (sets MCPKIT_REDIS_URL)",
+    )
+    run.add_argument(
+        "--stateless", action="store_true", help="http: legacy era without sessions (no shared state needed)"
+    )
     run.set_defaults(func=_run)
 
     lst = sub.add_parser(

@@ -1,0 +1,216 @@
+"""Serving one port with N worker processes (``mcpkit run --workers N``).
+
+uvicorn's own supervisor (:class:`uvicorn.supervisors.Multiprocess`) does the
+work: the parent binds the socket once and spawns N workers that all accept on
+it; a worker that dies is replaced, SIGTERM/SIGINT (or SIGHUP: restart all, one
+by one) reach every worker. Each worker loads the server itself from the same
+target spec as ``mcpkit run`` (``FILE[:OBJECT]`` or ``MODULE[:OBJECT]``), handed
+over in the environment, and keeps the graceful drain of :mod:`.runner`: on the
+first SIGTERM/SIGINT it refuses new requests (503), ends streams and lets
+in-flight requests finish before uvicorn stops.
+
+Workers share nothing in memory. What must be shared comes from the
+environment, which every worker inherits:
+
+* ``MCPKIT_REDIS_URL`` (and ``MCPKIT_REDIS_PREFIX``): legacy sessions, stream
+  events, server-to-client relays and change notifications on Redis (read by
+  the HTTP app); without it, N > 1 needs ``stateless=True``;
+* ``MCPKIT_STATE_SECRET``: the key that signs multi round-trip ``requestState``;
+  when unset, one is generated here so that every worker verifies what another
+  one signed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import secrets
+import signal
+import threading
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+
+from .settings import HTTPSettings
+
+__all__ = [
+    "ENV_REDIS_URL",
+    "ENV_SETTINGS",
+    "ENV_STATE_SECRET",
+    "ENV_TARGET",
+    "WorkersError",
+    "check_workers",
+    "serve_http_workers",
+    "worker_app",
+]
+
+logger = logging.getLogger("mcpkit.http")
+
+ENV_TARGET = "MCPKIT_WORKER_TARGET"
+ENV_SETTINGS = "MCPKIT_WORKER_SETTINGS"
+ENV_REDIS_URL = "MCPKIT_REDIS_URL"
+ENV_STATE_SECRET = "MCPKIT_STATE_SECRET"
+#: uvicorn's exit status for a worker that failed before it served (bad app, bind...).
+_STARTUP_FAILURE = 3
+
+
+class WorkersError(ValueError):
+    """A multi-worker configuration that cannot work (the message says how to fix it)."""
+
+
+def check_workers(
+    workers: int, *, stateless: bool, redis_url: str | None, environ: Mapping[str, str] | None = None
+) -> None:
+    """Refuse N workers that could not share legacy sessions."""
+    env = os.environ if environ is None else environ
+    if workers < 1:
+        raise WorkersError(f"--workers must be at least 1 (got {workers})")
+    if workers > 1 and not stateless and not (redis_url or env.get(ENV_REDIS_URL)):
+        raise WorkersError(
+            f"--workers {workers} needs somewhere to share legacy sessions between the worker processes: "
+            f"pass --redis redis://HOST:6379/0 (or set {ENV_REDIS_URL}), or pass --stateless to serve the "
+            "legacy era without sessions (2026-07-28 requests are stateless either way)"
+        )
+
+
+def _settings_json(settings: Mapping[str, Any]) -> str:
+    known = {f.name for f in dataclasses.fields(HTTPSettings)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise TypeError(f"unknown HTTP settings: {', '.join(unknown)}")
+    try:
+        return json.dumps(dict(settings))
+    except TypeError as exc:
+        raise TypeError(
+            "with several workers, HTTP settings must be plain JSON values "
+            f"(each worker builds its own): {exc}"
+        ) from None
+
+
+def worker_environment(
+    target: str,
+    workers: int,
+    settings: Mapping[str, Any],
+    *,
+    redis_url: str | None = None,
+    environ: MutableMapping[str, str] | None = None,
+) -> MutableMapping[str, str]:
+    """Put what every worker needs into ``environ`` (default: this process's, which workers inherit)."""
+    env = os.environ if environ is None else environ
+    env[ENV_TARGET] = target
+    env[ENV_SETTINGS] = _settings_json(settings)
+    if redis_url:
+        env[ENV_REDIS_URL] = redis_url
+    if workers > 1 and not env.get(ENV_STATE_SECRET):
+        env[ENV_STATE_SECRET] = secrets.token_hex(32)
+    return env
+
+
+def serve_http_workers(
+    target: str,
+    *,
+    workers: int,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    redis_url: str | None = None,
+    **settings: Any,
+) -> int:
+    """Serve the server of ``target`` on http://host:port with ``workers`` processes (blocking).
+
+    Returns 0 after SIGTERM/SIGINT, 1 when the workers could not start.
+    """
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
+
+    check_workers(workers, stateless=bool(settings.get("stateless")), redis_url=redis_url)
+    if host in ("0.0.0.0", "::"):
+        logger.warning(
+            "mcpkit HTTP server listening on all interfaces (%s): protect it with authentication", host
+        )
+    settings = {**settings, "host": host}
+    worker_environment(target, workers, settings, redis_url=redis_url)
+    grace = float(settings.get("shutdown_grace", HTTPSettings.shutdown_grace))
+    config = uvicorn.Config(
+        f"{__name__}:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level=log_level,
+        lifespan="on",
+        access_log=False,
+        timeout_graceful_shutdown=int(grace) + 1,
+    )
+    sock = config.bind_socket()
+    try:
+        supervisor = Multiprocess(config, sockets=[sock])
+        supervisor.run()
+    finally:
+        sock.close()
+    failed = any(p.exitcode == _STARTUP_FAILURE for p in supervisor.processes)
+    return 1 if failed else 0
+
+
+def worker_app() -> Any:
+    """The app factory each worker calls (``factory=True``): load the server, build the app."""
+    from ...cli.loader import load_server
+    from .app import StreamableHTTPApp
+
+    target = os.environ.get(ENV_TARGET)
+    if not target:
+        raise RuntimeError(f"{ENV_TARGET} is not set: this factory is for mcpkit's worker processes")
+    settings = json.loads(os.environ.get(ENV_SETTINGS) or "{}")
+    app = StreamableHTTPApp(load_server(target), HTTPSettings(**settings))
+    _drain_on_signals(app.drain)
+    return app
+
+
+def _drain_on_signals(drain: Callable[[], Awaitable[None]]) -> None:
+    """On the first SIGTERM/SIGINT, drain, then hand the signal to uvicorn; a second one stops at once.
+
+    uvicorn calls the factory inside its running loop, after installing its own
+    handlers (which set ``should_exit``): we wrap them.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    _DrainOnSignals(loop, drain).install()
+
+
+class _DrainOnSignals:
+    def __init__(self, loop: asyncio.AbstractEventLoop, drain: Callable[[], Awaitable[None]]) -> None:
+        self.loop = loop
+        self.drain = drain
+        self.started = False
+        self.task: asyncio.Task[None] | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous = signal.getsignal(sig)
+            if callable(previous):
+                signal.signal(sig, self._handler(previous))
+
+    def _handler(self, previous: Callable[[int, Any], Any]) -> Callable[[int, Any], None]:
+        def handler(signum: int, frame: Any) -> None:
+            if self.started:  # a second signal: stop now
+                previous(signum, frame)
+                return
+            self.started = True
+            self.loop.call_soon_threadsafe(self._start, previous, signum)
+
+        return handler
+
+    def _start(self, previous: Callable[[int, Any], Any], signum: int) -> None:
+        async def drain_then_exit() -> None:
+            try:
+                await self.drain()
+            finally:
+                previous(signum, None)
+
+        self.task = self.loop.create_task(drain_then_exit())
