@@ -435,7 +435,7 @@ class Collected:
 
 
 async def read_events(
-    response: httpx.Response,
+    response: httpx.Response | AsyncIterator[SSEEvent],
     into: Collected,
     *,
     until: Any = None,
@@ -445,10 +445,12 @@ async def read_events(
     """Read SSE events from ``response`` into ``into`` until the stream ends, ``count``
     more message events arrived, or ``until(message)`` is true for one.
 
-    ``primed`` collects the ids of priming events (an id and empty data).
+    ``primed`` collects the ids of priming events (an id and empty data). To go on
+    reading the same response later, pass one ``iter_sse(response)`` every time.
     """
     got = 0
-    async for event in iter_sse(response):
+    events = iter_sse(response) if isinstance(response, httpx.Response) else response
+    async for event in events:
         if not event.data:
             if event.id is not None and primed is not None:
                 primed.append(event.id)
