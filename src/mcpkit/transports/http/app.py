@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -33,6 +32,7 @@ from ...scale.errors import RedisUnavailable
 from ...server.auth import Authenticator, AuthError, Principal
 from .answer import SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
+from .lifetime import Lifetime
 from .principal import current_principal
 from .sessions import HTTPSession, new_session_id
 from .settings import HTTPSettings
@@ -61,7 +61,7 @@ _peek = msgspec.json.Decoder(_ParamsPeek)
 _any = msgspec.json.Decoder()
 
 
-class StreamableHTTPApp:
+class StreamableHTTPApp(Lifetime):
     """ASGI app serving an :class:`MCPServer` over Streamable HTTP (and legacy HTTP+SSE)."""
 
     def __init__(self, server: MCPServer, settings: HTTPSettings | None = None) -> None:
@@ -542,83 +542,6 @@ class StreamableHTTPApp:
         self.sessions.remove(session_id)
         await session.close()
         await respond(send, 200)
-
-    # -- lifetime ------------------------------------------------------------------
-
-    def _ensure_reaper(self) -> None:
-        if self._reaper is None or self._reaper.done():
-            self._reaper = asyncio.ensure_future(self._reap())
-
-    async def _reap(self) -> None:
-        """Evict sessions idle longer than the timeout (their memory goes with them)."""
-        timeout = self.settings.session_idle_timeout
-        while True:
-            await asyncio.sleep(max(0.05, min(timeout / 4, 30.0)))
-            await self.evict_idle()
-
-    async def evict_idle(self) -> int:
-        cutoff = time.monotonic() - self.settings.session_idle_timeout
-        evicted = 0
-        for session in self.sessions:
-            if session.last_seen < cutoff and not session.get_connected and not session.engine._in_flight:
-                self.sessions.remove(session.id)
-                await session.close()
-                evicted += 1
-        return evicted
-
-    async def _run_lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self.startup()
-                except Exception as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-    async def startup(self) -> None:
-        """Enter the server's lifespan hook (mounted apps: call from the parent's lifespan)."""
-        if self.shared is not None:
-            await self.shared.start()
-        self._lifespan = self.server.running()
-        await self._lifespan.__aenter__()
-        self._ensure_reaper()
-
-    async def drain(self, grace: float | None = None) -> None:
-        """Refuse new requests (503), end subscriptions and GET streams, and wait
-        up to ``grace`` seconds for in-flight requests to finish."""
-        self.draining = True
-        self.server.stopping.set()
-        for session in self.sessions:
-            session.standalone.close()
-        if self.shared is not None:
-            self.shared.end_streams()
-        if self.legacy_sse is not None:
-            await self.legacy_sse.drain()
-        if self.in_flight:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.settings.shutdown_grace if grace is None else grace):
-                    await self._idle.wait()
-
-    async def shutdown(self) -> None:
-        if self._reaper is not None:
-            self._reaper.cancel()
-        close_auth = getattr(self.settings.auth, "aclose", None)
-        if close_auth is not None:
-            await close_auth()
-        for session in self.sessions:
-            self.sessions.remove(session.id)
-            await session.close()
-        if self._lifespan is not None:
-            await self._lifespan.__aexit__(None, None, None)
-            self._lifespan = None
-        if self.shared is not None:
-            await self.shared.close()
 
 
 # -- helpers --------------------------------------------------------------------------
