@@ -322,6 +322,61 @@ def test_workers_with_redis() -> None:
         cleanup_redis(prefix)
 
 
+def legacy_post(url: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
+    with httpx.Client(timeout=10.0) as client:  # a fresh connection: any worker may take it
+        return client.post(url, json=body, headers=headers)
+
+
+def legacy_result(resp: httpx.Response) -> dict[str, Any]:
+    assert resp.status_code == 200, resp.text
+    text = resp.text
+    if resp.headers.get("content-type", "").startswith("text/event-stream"):
+        text = [ln[5:] for ln in text.splitlines() if ln.startswith("data:")][-1]
+    msg = httpx.Response(200, content=text).json()
+    assert "result" in msg, msg
+    result: dict[str, Any] = msg["result"]
+    return result
+
+
+@pytest.mark.timeout(90)
+def test_a_legacy_session_is_served_by_every_worker_with_redis() -> None:
+    require_redis()
+    prefix = redis_prefix()
+    try:
+        with serve(
+            str(PID_SERVER), "--workers", "2", "--redis", REDIS_URL, env={"MCPKIT_REDIS_PREFIX": prefix}
+        ) as served:
+            init = {
+                "protocolVersion": LEGACY,
+                "capabilities": {},
+                "clientInfo": {"name": "workers-test", "version": "0"},
+            }
+            resp = legacy_post(
+                served.url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
+            )
+            assert legacy_result(resp)["protocolVersion"] == LEGACY
+            session = resp.headers["mcp-session-id"]
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert legacy_post(served.url, note, session).status_code == 202
+            seen: set[int] = set()
+            deadline = time.monotonic() + 30
+            call = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "pid", "arguments": {}},
+            }
+            while len(seen) < 2 and time.monotonic() < deadline:
+                seen.add(int(legacy_result(legacy_post(served.url, call, session))["content"][0]["text"]))
+            assert seen == served.children(), seen
+            assert served.stop() == 0, served.output()
+    finally:
+        cleanup_redis(prefix)
+
+
 def _run_cli(*args: str, env: dict[str, str] | None = None) -> Result:
     full_env = base_env(env)
     full_env.pop("MCPKIT_REDIS_URL", None)
