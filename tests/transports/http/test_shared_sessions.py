@@ -204,3 +204,130 @@ async def test_changes_raised_on_one_worker_reach_a_get_stream_on_the_other() ->
         ).status_code == 200
         await asyncio.wait_for(task, 10)
         assert [m["params"]["uri"] for m in got] == ["mem://counter"] * 5
+
+
+async def test_a_session_expires_in_redis_after_its_idle_timeout() -> None:
+    async with workers(session_idle_timeout=1.0) as (a, b), a.client() as ca, b.client() as cb:
+        sid = await open_session(ca)
+        assert (await post(cb, sid, legacy_call(2, "echo", {"text": "x"}))).status_code == 200
+        await asyncio.sleep(2.5)
+        assert (await post(ca, sid, legacy_call(3, "echo", {"text": "x"}))).status_code == 404
+        assert (await post(cb, sid, legacy_call(4, "echo", {"text": "x"}))).status_code == 404
+
+
+async def test_event_logs_keep_a_bounded_history() -> None:
+    async with workers(replay_events=10) as (a, _b), a.client() as ca:
+        sid = await open_session(ca)
+        call = legacy_call(2, "ticker", {"n": 300, "close_after": 0})
+        async with ca.stream("POST", "/mcp", json=call, headers=legacy_headers(sid)) as response:
+            ids = [event.id async for event in iter_sse(response) if event.data]
+        assert len(ids) == 301
+        shared = a.app.shared
+        assert shared is not None
+        await shared.backend.flush()
+        stream = ids[0].rpartition("_")[0]
+        length = await shared.backend.client.xlen(shared.store.log_key(sid, stream))
+        # MAXLEN ~ trims whole nodes (100 entries): near the cap, never the whole history.
+        assert length <= 10 + 100
+
+
+async def test_a_cancellation_posted_to_the_other_worker_cancels_the_request() -> None:
+    server_a = make_server()
+    cancelled = asyncio.Event()
+
+    @server_a.tool()
+    async def wait_forever() -> str:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "done"
+
+    async with workers() as (a, b), a.client() as ca, b.client() as cb:
+        # Serve the session's request on a worker whose server has the tool.
+        prefix = a.app.settings.redis_prefix
+        app = StreamableHTTPApp(server_a, HTTPSettings(redis_url=REDIS, redis_prefix=prefix))
+        async with serve(app) as c, c.client() as cc:
+            sid = await open_session(ca)
+            call = asyncio.create_task(post(cc, sid, legacy_call(7, "wait_forever", {})))
+            await asyncio.sleep(0.3)
+            note = rpc(None, "notifications/cancelled", {"requestId": 7, "reason": "changed my mind"})
+            assert (await post(cb, sid, note)).status_code == 202
+            await asyncio.wait_for(cancelled.wait(), 5)
+            call.cancel()
+
+
+async def test_a_second_get_stream_on_another_worker_is_refused() -> None:
+    async with workers() as (a, b), a.client() as ca, b.client() as cb:
+        sid = await open_session(ca)
+        opened = asyncio.Event()
+
+        async def hold() -> None:
+            async with ca.stream("GET", "/mcp", headers=legacy_headers(sid)) as response:
+                assert response.status_code == 200
+                opened.set()
+                await asyncio.sleep(30)
+
+        task = asyncio.create_task(hold())
+        await asyncio.wait_for(opened.wait(), 5)
+        second = await cb.get("/mcp", headers=legacy_headers(sid))
+        assert second.status_code == 409
+        task.cancel()
+
+
+async def test_a_request_whose_worker_died_ends_with_an_error_on_resume() -> None:
+    server_a = make_server()
+
+    @server_a.tool()
+    async def stuck(ctx: Context) -> str:
+        await ctx.info("started")
+        await asyncio.sleep(60)
+        return "never"
+
+    async with workers(count=1) as (b,), b.client() as cb:
+        prefix = b.app.settings.redis_prefix
+        app = StreamableHTTPApp(server_a, HTTPSettings(redis_url=REDIS, redis_prefix=prefix))
+        async with serve(app) as a, a.client() as ca:
+            sid = await open_session(ca)
+            async with ca.stream(
+                "POST", "/mcp", json=legacy_call(2, "stuck", {}), headers=legacy_headers(sid)
+            ) as response:
+                async for event in iter_sse(response):
+                    if event.data:
+                        last = event.id
+                        break
+            # The worker "dies": its heartbeat stops, and it answers nothing more.
+            assert app.shared is not None
+            await app.shared.backend.close()
+            headers = {**legacy_headers(sid), "last-event-id": last or ""}
+            async with cb.stream("GET", "/mcp", headers=headers) as response:
+                messages = [json.loads(e.data) async for e in iter_sse(response) if e.data]
+        assert messages[-1]["id"] == 2
+        assert "stopped before answering" in messages[-1]["error"]["message"]
+
+
+async def test_workers_agree_on_the_mrtr_secret_through_redis(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPKIT_STATE_SECRET", raising=False)
+    async with workers() as (a, b):
+        codec_a, codec_b = a.app.server.state_codec, b.app.server.state_codec
+        sealed = codec_a.seal("tools/call\x00t\x00d", None, {"k": 1})
+        assert codec_b.open(sealed, "tools/call\x00t\x00d", None) == {"k": 1}
+
+
+async def test_without_redis_legacy_sessions_fail_clearly_and_modern_calls_go_on() -> None:
+    from http_support import free_port, modern_call
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    app = StreamableHTTPApp(make_server(), HTTPSettings(redis_url=url))
+    async with serve(app) as live, live.client() as client:
+        from http_support import initialize
+
+        refused = await client.post("/mcp", json=initialize(), headers=legacy_headers(version=None))
+        assert refused.status_code == 503
+        assert "Redis" in refused.json()["error"]["message"]
+        assert refused.headers["retry-after"] == "1"
+        headers, body = modern_call(1, "echo", {"text": "still here"})
+        answer = await client.post("/mcp", json=body, headers=headers)
+        assert answer.status_code == 200
+        assert result_text(answer.json()) == "still here"

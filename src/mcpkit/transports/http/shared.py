@@ -96,16 +96,20 @@ class SharedSessions:
         self._ids = itertools.count(1)
         self._pumps: dict[str, set[asyncio.Task[None]]] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        self._secret_pending = True
+        self._secret_retry_at = 0.0
         #: Standalone GET streams served here, per session.
         self._gets: dict[str, int] = {}
 
     # -- lifetime ---------------------------------------------------------------
 
     async def start(self) -> None:
-        if self.backend.started:
-            return
-        await self.backend.start()
-        await self._share_state_secret()
+        """Connect (once), and agree on the MRTR secret (retried until Redis answers)."""
+        if not self.backend.started:
+            await self.backend.start()
+        if self._secret_pending and time.monotonic() >= self._secret_retry_at:
+            self._secret_retry_at = time.monotonic() + 5.0
+            await self._share_state_secret()
 
     async def close(self) -> None:
         self.end_streams()
@@ -121,6 +125,7 @@ class SharedSessions:
         ``requestState`` sealed by one worker verifies on every other."""
         server = self.app.server
         if server.state_codec.explicit:
+            self._secret_pending = False
             return
         key = self.backend.key("state-secret")
         client = self.backend.client
@@ -132,6 +137,7 @@ class SharedSessions:
             return
         if secret:
             server.state_codec = RequestStateCodec(secret, ttl=server.state_codec.ttl, explicit=True)
+            self._secret_pending = False
 
     # -- sessions ---------------------------------------------------------------------
 
