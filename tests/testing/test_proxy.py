@@ -253,3 +253,32 @@ async def test_many_concurrent_streams() -> None:
 
             texts = await asyncio.gather(*(one() for _ in range(10)))
         assert sorted(t.split("\n")[1].split("-")[0] for t in texts) == ["data: a"] * 5 + ["data: b"] * 5
+
+
+async def test_the_command_line() -> None:
+    import sys
+
+    async with backends("a", "b") as (a, b):
+        port = int(dead_url().rsplit(":", 1)[1])
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "mcpkit.testing.proxy",
+            "--port",
+            str(port),
+            a.url,
+            b.url,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        try:
+            assert proc.stdout is not None
+            async with asyncio.timeout(15):
+                line = (await proc.stdout.readline()).decode()
+            assert f"http://127.0.0.1:{port}" in line, line
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as client:
+                got = [(await client.get("/x")).headers["x-backend"] for _ in range(4)]
+            assert got == ["a", "b", "a", "b"]
+        finally:
+            proc.terminate()
+            async with asyncio.timeout(10):
+                await proc.wait()

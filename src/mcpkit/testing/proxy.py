@@ -21,6 +21,10 @@ Usage::
         httpx.post(f"{proxy.url}/mcp", ...)
         proxy.log          # which backend answered each request
 
+From a shell (the scaled conformance leg runs it so)::
+
+    python -m mcpkit.testing.proxy --port 8000 http://127.0.0.1:8001 http://127.0.0.1:8002
+
 It runs uvicorn in the current event loop and reaches the backends with httpx
 (``pip install mcpkit[http]``). Connections to backends are not reused: each
 request opens its own, so a killed backend leaves no stale pooled connection.
@@ -170,6 +174,12 @@ class RoundRobinProxy:
                     raise RuntimeError("the proxy stopped before it started")
                 await asyncio.sleep(0.01)
         self.port = server.servers[0].sockets[0].getsockname()[1]
+
+    async def serve_forever(self) -> None:
+        """Wait while the proxy serves: until SIGINT/SIGTERM (uvicorn's handlers) stop it."""
+        if self._task is None:
+            raise RuntimeError("the proxy is not running")
+        await asyncio.shield(self._task)
 
     async def stop(self) -> None:
         self._closing.set()
@@ -329,3 +339,28 @@ async def _plain(send: Any, status: int, body: bytes) -> None:
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _serve(backends: list[str], host: str, port: int) -> None:
+    async with RoundRobinProxy(backends, host, port) as proxy:
+        print(f"RoundRobinProxy listening on {proxy.url} -> {', '.join(proxy.backends)}", flush=True)
+        await proxy.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m mcpkit.testing.proxy [--host H] [--port P] BACKEND_URL...``"""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpkit.testing.proxy", description="A round-robin reverse proxy (for tests)."
+    )
+    parser.add_argument("backends", nargs="+", metavar="BACKEND_URL")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    asyncio.run(_serve(args.backends, args.host, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
