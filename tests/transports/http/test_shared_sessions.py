@@ -331,3 +331,39 @@ async def test_without_redis_legacy_sessions_fail_clearly_and_modern_calls_go_on
         answer = await client.post("/mcp", json=body, headers=headers)
         assert answer.status_code == 200
         assert result_text(answer.json()) == "still here"
+
+
+async def test_http_sse_messages_posted_to_another_worker_reach_the_stream() -> None:
+    """2024-11-05 HTTP+SSE: the session lives where its GET stream is; POSTs are relayed there."""
+    async with workers() as (a, b), a.client() as ca, b.client() as cb:
+        async with ca.stream("GET", "/sse", headers={"accept": "text/event-stream"}) as stream:
+            events = iter_sse(stream)
+            endpoint = (await anext(events)).data
+            assert endpoint.startswith("/messages/?session_id=")
+
+            async def send(message: dict[str, Any]) -> None:
+                response = await cb.post(endpoint, json=message)
+                assert response.status_code == 202, response.text
+
+            async def next_message() -> dict[str, Any]:
+                while True:
+                    event = await asyncio.wait_for(anext(events), 5)
+                    if event.data:
+                        return dict(json.loads(event.data))
+
+            init = rpc(
+                1,
+                "initialize",
+                {
+                    "protocolVersion": "2024-11-05",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            )
+            await send(init)
+            assert (await next_message())["result"]["protocolVersion"] == "2024-11-05"
+            await send(rpc(None, "notifications/initialized"))
+            await send(legacy_call(2, "echo", {"text": "relayed"}))
+            assert result_text(await next_message()) == "relayed"
+        unknown = await cb.post("/messages/?session_id=nope", json=rpc(3, "ping"))
+        assert unknown.status_code == 404

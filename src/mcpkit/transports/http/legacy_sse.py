@@ -69,6 +69,10 @@ class LegacySSE:
         session.single_stream = True
         session.standalone.closed = False
         self.sessions[session.id] = session
+        shared = self.app.shared
+        if shared is not None:
+            # Messages for this session may be POSTed to any worker: they are relayed here.
+            await shared.sse_opened(session.id, session.principal)
         endpoint = f"{scope.get('root_path', '')}{settings.message_path}?session_id={session.id}"
         try:
             await pump_sse(
@@ -85,20 +89,38 @@ class LegacySSE:
         finally:
             # The stream is the session: when it ends, so does the session.
             self.sessions.pop(session.id, None)
+            if shared is not None:
+                await shared.sse_closed(session.id)
             await session.close()
 
     async def _message(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        session = self.sessions.get((query.get("session_id") or [""])[0])
+        session_id = (query.get("session_id") or [""])[0]
+        session = self.sessions.get(session_id)
         principal = _principal.get()
-        if session is None or session.principal != (principal.key if principal is not None else None):
+        owner = principal.key if principal is not None else None
+        shared = self.app.shared
+        if session is None and (shared is None or not session_id):
             raise HTTPFailure(404, "Session not found")
-        session.conn.principal = principal
+        if session is not None and session.principal != owner:
+            raise HTTPFailure(404, "Session not found")
         if headers.get("content-type", "").split(";", 1)[0].strip().lower() != "application/json":
             raise HTTPFailure(415, "Content-Type must be application/json")
         body = await read_body(
             receive, headers, self.app.settings.max_body_bytes, self.app.settings.body_timeout
         )
+        if session is None:
+            assert shared is not None
+            try:
+                jsonrpc.decode_message(body)
+            except ProtocolError as exc:
+                await respond(send, 400, jsonrpc.encode_error(exc.request_id, exc.code, exc.message))
+                return
+            if not await shared.sse_relay(session_id, owner, body):
+                raise HTTPFailure(404, "Session not found")
+            await respond(send, 202, b"Accepted", content_type=b"text/plain")
+            return
+        session.conn.principal = principal
         try:
             message = jsonrpc.decode_message(body)
         except ProtocolError as exc:

@@ -58,6 +58,8 @@ STATEFUL = frozenset({"initialize", "logging/setLevel", "resources/subscribe", "
 ORPHAN_CHECK = 3.0
 #: A GET stream's claim on its session, refreshed while it runs.
 GET_LOCK_TTL = 30
+#: How long an HTTP+SSE session's location is kept (deleted when its stream ends).
+SSE_SESSION_TTL = 24 * 3600
 
 
 class _Relay(msgspec.Struct, array_like=True):
@@ -93,6 +95,7 @@ class SharedSessions:
         backend.on(self._inbox, self._relayed)
         backend.on(self._cancels, self._relayed)
         backend.on(self._drops, self._dropped)
+        backend.on(backend.key("sse", self.worker_id), self._sse_relayed)
         self._ids = itertools.count(1)
         self._pumps: dict[str, set[asyncio.Task[None]]] = {}
         self._closing: set[asyncio.Task[None]] = set()
@@ -287,6 +290,43 @@ class SharedSessions:
             return
         session = self.app.sessions.get(relay.session)
         if session is not None and not isinstance(message, list):
+            session.engine.feed_message(message)
+
+    # -- HTTP+SSE (2024-11-05): the session lives where its GET stream is -----------------------
+
+    async def sse_opened(self, session_id: str, principal: str | None) -> None:
+        """Tell every worker where this HTTP+SSE session's stream is held."""
+        value = _encode({"w": self.worker_id, "p": principal})
+        key = self.backend.key("sse", session_id)
+        await self.backend.call(self.backend.client.set(key, value, ex=SSE_SESSION_TTL))
+
+    async def sse_closed(self, session_id: str) -> None:
+        with contextlib.suppress(RedisUnavailable):
+            await self.backend.call(self.backend.client.delete(self.backend.key("sse", session_id)))
+
+    async def sse_relay(self, session_id: str, principal: str | None, body: bytes) -> bool:
+        """Forward a message POSTed for a session held by another worker; False if unknown."""
+        raw: Any = await self.backend.call(self.backend.client.get(self.backend.key("sse", session_id)))
+        try:
+            where = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError:
+            where = None
+        if not isinstance(where, dict) or where.get("p") != principal or not isinstance(where.get("w"), str):
+            return False  # unknown, or another caller's (the same 404 either way)
+        self._send(self.backend.key("sse", where["w"]), session_id, body)
+        return True
+
+    def _sse_relayed(self, data: bytes) -> None:
+        try:
+            relay = _decode_relay(data)
+            message = jsonrpc.decode_message(bytes(relay.message))
+        except (msgspec.DecodeError, ProtocolError):
+            logger.warning("malformed relayed message ignored")
+            return
+        legacy = self.app.legacy_sse
+        session = legacy.sessions.get(relay.session) if legacy is not None else None
+        if session is not None and not isinstance(message, list):
+            session.touch()
             session.engine.feed_message(message)
 
     # -- changes ----------------------------------------------------------------------------
