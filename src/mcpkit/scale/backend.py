@@ -20,7 +20,11 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .errors import RedisUnavailable
 
@@ -48,11 +52,14 @@ class RedisBackend:
 
     ``timeout`` bounds every command: a slow or absent Redis turns into
     :class:`RedisUnavailable` quickly instead of stalling requests.
-    ``max_backlog`` bounds the ordered writes waiting for Redis; beyond it the
-    worker is *overloaded* and refuses new work (back-pressure) rather than
-    growing without limit.
+    ``max_backlog`` is the back-pressure point: with more writes than that
+    waiting for Redis the worker is *overloaded* and refuses new work; ten
+    times that, events of streams already running are dropped (and logged)
+    rather than growing memory without limit.
     """
 
+    #: Writes beyond ``max_backlog`` times this are dropped (and logged).
+    HARD_LIMIT = 10
     HEARTBEAT_INTERVAL = 2.0
     HEARTBEAT_TTL = 6
 
@@ -62,7 +69,7 @@ class RedisBackend:
         prefix: str = "mcpkit",
         *,
         timeout: float = 2.0,
-        max_backlog: int = 20_000,
+        max_backlog: int = 5_000,
         retry_writes_for: float = 15.0,
     ) -> None:
         self.url = url
@@ -72,7 +79,13 @@ class RedisBackend:
         self.retry_writes_for = retry_writes_for
         self.worker_id = secrets.token_hex(4)
         self.client: aioredis.Redis = aioredis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, health_check_interval=10
+            url,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            health_check_interval=10,
+            # A quick second try rides out a dropped connection (Redis restarted);
+            # longer outages surface at once as RedisUnavailable (503), not as stalls.
+            retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
         )
         self._handlers: dict[str, Handler] = {}
         self._writes: deque[Command] = deque()
@@ -115,16 +128,19 @@ class RedisBackend:
         every stream of this worker. When Redis is down they are retried for
         ``retry_writes_for`` seconds, then dropped with an error in the log.
         """
-        if len(self._writes) >= self.max_backlog:
+        if len(self._writes) >= self.max_backlog * self.HARD_LIMIT:
+            # New requests have been refused for a while (see overloaded); what
+            # still streams must not grow memory without bound.
             self.dropped_writes += 1
-            logger.error("Redis write backlog full (%d): an event was dropped", self.max_backlog)
+            logger.error("Redis write backlog full (%d): an event was dropped", len(self._writes))
             return
         self._writes.append(command)
         self._wake.set()
 
     @property
     def overloaded(self) -> bool:
-        return len(self._writes) > self.max_backlog // 2
+        """More than ``max_backlog`` writes wait: refuse new work until Redis catches up."""
+        return len(self._writes) > self.max_backlog
 
     async def flush(self) -> None:
         """Wait until every queued write has been sent (or given up)."""
@@ -145,9 +161,9 @@ class RedisBackend:
                 delay = 0.05
                 while True:
                     try:
-                        await pipe.execute()
+                        results = await pipe.execute(raise_on_error=False)
                         break
-                    except (RedisError, OSError) as exc:
+                    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
                         if time.monotonic() > deadline:
                             logger.error(
                                 "Redis writes failed for %.0fs, %d dropped: %s",
@@ -156,9 +172,15 @@ class RedisBackend:
                                 exc,
                             )
                             self.dropped_writes += len(batch)
+                            results = []
                             break
                         await asyncio.sleep(delay)
                         delay = min(delay * 2, 1.0)
+                for result in results:
+                    if isinstance(result, Exception):
+                        # A command Redis refused (e.g. an event id already written by a
+                        # retried batch): the rest of the batch stands.
+                        logger.warning("Redis refused a write: %s", result)
                 for _ in batch:
                     self._writes.popleft()
             self._flushed.set()

@@ -367,3 +367,75 @@ async def test_http_sse_messages_posted_to_another_worker_reach_the_stream() -> 
             assert result_text(await next_message()) == "relayed"
         unknown = await cb.post("/messages/?session_id=nope", json=rpc(3, "ping"))
         assert unknown.status_code == 404
+
+
+@contextlib.asynccontextmanager
+async def private_redis(tmp_path: Any) -> AsyncIterator[str]:
+    """A redis-server of this test's own (so pausing it disturbs nobody else)."""
+    from http_support import free_port
+
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        "redis-server",
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(tmp_path),
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    client = aioredis.Redis.from_url(url)
+    try:
+        async with asyncio.timeout(10):
+            while True:
+                with contextlib.suppress(Exception):
+                    if await client.ping():
+                        break
+                await asyncio.sleep(0.05)
+        yield url
+    finally:
+        await client.aclose()
+        proc.terminate()
+        await proc.wait()
+
+
+async def test_a_slow_redis_pushes_back_with_503_and_loses_no_event(tmp_path: Any) -> None:
+    async with private_redis(tmp_path) as url:
+        settings = HTTPSettings(redis_url=url, redis_max_backlog=20, redis_timeout=5.0)
+        async with serve(StreamableHTTPApp(make_server(), settings)) as live, live.client() as client:
+            sid = await open_session(client)
+            admin = aioredis.Redis.from_url(url)
+            call = legacy_call(2, "ticker", {"n": 60, "close_after": 0})
+            statuses: list[int] = []
+            async with client.stream("POST", "/mcp", json=call, headers=legacy_headers(sid)) as response:
+                ids = []
+                async for event in iter_sse(response):
+                    if not event.data:
+                        continue
+                    ids.append(event.id)
+                    if len(ids) == 5:
+                        await admin.execute_command("CLIENT", "PAUSE", "1500", "WRITE")
+                    if len(ids) == 30:
+                        probe = await client.post(
+                            "/mcp", json=legacy_call(3, "echo", {"text": "x"}), headers=legacy_headers(sid)
+                        )
+                        statuses.append(probe.status_code)
+                        assert "Redis" in probe.json()["error"]["message"]
+            assert statuses == [503]
+            shared = live.app.shared
+            assert shared is not None
+            await shared.backend.flush()
+            stream = (ids[0] or "").rpartition("_")[0]
+            assert await admin.xlen(shared.store.log_key(sid, stream)) == 61
+            assert shared.backend.dropped_writes == 0
+            again = await client.post(
+                "/mcp", json=legacy_call(4, "echo", {"text": "x"}), headers=legacy_headers(sid)
+            )
+            assert again.status_code == 200
+            await admin.aclose()

@@ -53,3 +53,8 @@ class HTTPSettings:
     redis_url: str | None = field(default_factory=lambda: os.environ.get("MCPKIT_REDIS_URL") or None)
     #: Key prefix in Redis: deployments sharing one Redis use different prefixes.
     redis_prefix: str = field(default_factory=lambda: os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit")
+    #: Seconds a Redis command may take before the request fails with 503.
+    redis_timeout: float = 2.0
+    #: Events waiting to be written to Redis before the worker refuses new
+    #: requests (503) until Redis catches up; ten times that, events are dropped.
+    redis_max_backlog: int = 5_000

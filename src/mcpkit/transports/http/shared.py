@@ -81,7 +81,9 @@ class SharedSessions:
     def __init__(self, app: StreamableHTTPApp, url: str, prefix: str) -> None:
         settings = app.settings
         self.app = app
-        self.backend = backend = RedisBackend(url, prefix)
+        self.backend = backend = RedisBackend(
+            url, prefix, timeout=settings.redis_timeout, max_backlog=settings.redis_max_backlog
+        )
         self.store = RedisSessions(backend, settings.session_idle_timeout, settings.replay_events)
         self.worker_id = backend.worker_id
         self.stream_prefix = backend.worker_id
