@@ -194,7 +194,7 @@ def require_redis() -> None:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
     except redis.RedisError as exc:
-        pytest.fail(f"no Redis at {REDIS_URL} ({exc}): start redis-server or set MCPKIT_TEST_REDIS_URL")
+        pytest.fail(f"no Redis at {REDIS_URL} ({exc}): run `make redis` or set MCPKIT_TEST_REDIS_URL")
 
 
 def cleanup_redis(prefix: str) -> None:
@@ -436,3 +436,33 @@ def test_worker_environment_generates_one_state_secret() -> None:
         worker_environment("x.py", 2, {"nope": 1}, environ={})
     with pytest.raises(TypeError, match="plain JSON"):
         worker_environment("x.py", 2, {"auth": object()}, environ={})
+
+
+async def test_workers_accept_with_tcp_nodelay() -> None:
+    """The shared socket names its protocol, so the sockets a worker accepts get TCP_NODELAY from
+    asyncio (uvicorn's own bind_socket leaves proto 0: every response then waits ~40 ms for a
+    delayed ACK)."""
+    import asyncio
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
+    from mcpkit.transports.http.workers import bind_socket
+
+    sock = bind_socket("127.0.0.1", 0)
+    rebuilt = pickle.loads(ForkingPickler.dumps(sock))  # what a spawned worker gets
+    sock.close()
+    assert rebuilt.proto == socket.IPPROTO_TCP
+    accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    class Probe(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            raw = transport.get_extra_info("socket")
+            accepted.set_result(raw.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            transport.close()
+
+    server = await asyncio.get_running_loop().create_server(Probe, sock=rebuilt)
+    async with server:
+        port = rebuilt.getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert await asyncio.wait_for(accepted, 10) != 0
+        writer.close()
