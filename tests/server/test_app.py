@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import threading
 from dataclasses import dataclass
 from typing import Annotated, Literal, TypedDict
 
@@ -259,10 +260,30 @@ async def test_list_changed_notifications_in_legacy_era() -> None:
     seen: list[str] = []
     async with connect(server, protocol="legacy", notification_handler=lambda m, p: seen.append(m)) as c:
         server.add_tool(lambda: "x", name="late")
+        assert "late" in [tool.name for tool in await c.list_tools()]
         server.remove_tool("late")
         await asyncio.sleep(0.01)
-        assert [tool.name for tool in await c.list_tools()][-1] == "refuse" or True
+        assert "late" not in [tool.name for tool in await c.list_tools()]
     assert seen.count("notifications/tools/list_changed") == 2
+
+
+async def test_a_sync_tool_in_a_worker_thread_can_raise_changes() -> None:
+    server = build()
+    threads: list[str] = []
+
+    @server.tool()
+    def bump() -> str:
+        threads.append(threading.current_thread().name)
+        server.notify_resource_updated("config://app")
+        return "bumped"
+
+    seen: list[str] = []
+    async with connect(server, protocol="legacy", notification_handler=lambda m, p: seen.append(m)) as c:
+        await c.subscribe_resource("config://app")
+        await c.call_tool("bump", {})
+        await asyncio.sleep(0.05)
+    assert threads[0] != threading.main_thread().name  # the first call runs in a thread
+    assert seen == ["notifications/resources/updated"]
 
 
 async def test_resource_subscription() -> None:

@@ -95,6 +95,8 @@ class MCPServer:
         self.lifespan = lifespan
         self.lifespan_state: Any = None
         self.on_roots_changed: Callable[[], Awaitable[None]] | None = None
+        #: The loop serving connections (changes made in other threads are sent there).
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._tools = ToolRegistry()
         self._resources = ResourceRegistry()
         self._prompts = PromptRegistry()
@@ -324,11 +326,24 @@ class MCPServer:
     # -- notifications -------------------------------------------------------
 
     def _list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> None:
-        self.bus.publish(ChangeEvent(kind))
+        self._publish(ChangeEvent(kind))
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Tell clients subscribed to ``uri`` that it changed."""
-        self.bus.publish(ChangeEvent("resource", uri))
+        """Tell clients subscribed to ``uri`` that it changed (from any thread)."""
+        self._publish(ChangeEvent("resource", uri))
+
+    def _publish(self, event: ChangeEvent) -> None:
+        # Sync tools run in worker threads; streams and buses belong to the loop.
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is not loop:
+                loop.call_soon_threadsafe(self.bus.publish, event)
+                return
+        self.bus.publish(event)
 
     # -- protocol surface ----------------------------------------------------
 
@@ -373,6 +388,8 @@ class MCPServer:
         stateful connection whose notifications are delivered elsewhere (sessions
         shared by several workers); ``ids`` numbers its outbound requests.
         """
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
         conn = ServerConnection(self, changes=(not stateless) if changes is None else changes)
         session = Session(
             channel,
