@@ -18,7 +18,15 @@ extra scenario, and on any ``wire-schema-valid`` failure anywhere. Results
 (``checks.json`` per scenario, the harness and server logs) go to
 ``build/conformance/``.
 
-Standard library only.
+The scaled server leg (``--leg server-scaled``, part of ``--leg all``) runs the
+same requirement sets and extra scenarios against one endpoint served by
+SCALED_WORKERS separate ``everything_server.py`` worker processes sharing Redis
+(``--redis-url``, default redis://127.0.0.1:6379/0, with a key prefix of this
+run's own) behind ``python -m mcpkit.testing.proxy``, a round-robin proxy that
+sends every request to the next worker. Its runs are named ``scaled-...``; its
+failures are judged and reported exactly like the server leg's.
+
+Standard library only (the scaled leg starts mcpkit's proxy as a process).
 """
 
 from __future__ import annotations
@@ -28,12 +36,14 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +79,8 @@ EXTRA_SCENARIOS = (
     ("server-sse-polling", "2025-11-25"),
 )
 WIRE_CHECK = "wire-schema-valid"
+SCALED_WORKERS = 2
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 NPM_FLAGS = ["--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=error", "--prefer-offline"]
 
 
@@ -206,23 +218,32 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(port: int, logfile: Path) -> subprocess.Popen[bytes]:
+def start_server(port: int, logfile: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     script = Path(sys.executable).parent / "mcpkit"
     launcher = [str(script)] if script.exists() else [sys.executable, "-m", "mcpkit.cli.main"]
     cmd = [*launcher, "run", str(SERVER_FILE.relative_to(ROOT)), "--transport", "http"]
     cmd += ["--port", str(port)]
-    log(f"server: {' '.join([Path(cmd[0]).name, *cmd[1:]])}")
+    return start_process(cmd, port, logfile, "server", env)
+
+
+def start_process(
+    cmd: list[str], port: int, logfile: Path, what: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` and wait until HTTP answers on ``port``."""
+    log(f"{what}: {' '.join([Path(cmd[0]).name, *cmd[1:]])}")
     out = logfile.open("wb")
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SetupError(f"the server exited with {proc.returncode}; see {logfile}")
+            raise SetupError(f"the {what} exited with {proc.returncode}; see {logfile}")
         if server_answers(port):
             return proc
         time.sleep(0.1)
     stop_server(proc)
-    raise SetupError(f"the server did not answer on port {port} within 30 s; see {logfile}")
+    raise SetupError(f"the {what} did not answer on port {port} within 30 s; see {logfile}")
 
 
 def server_answers(port: int) -> bool:
@@ -246,6 +267,84 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+def redis_answers(url: str) -> bool:
+    """True when a Redis server answers PING at ``url`` (redis://host:port/db)."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        with socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 6379), timeout=2) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@dataclass
+class Scaled:
+    """SCALED_WORKERS worker processes on Redis behind the round-robin proxy."""
+
+    workers: list[subprocess.Popen[bytes]]
+    proxy: subprocess.Popen[bytes]
+    port: int
+    prefix: str
+    redis_url: str
+
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        return [*self.workers, self.proxy]
+
+    def dead(self) -> list[str]:
+        named = [(f"worker {i}", p) for i, p in enumerate(self.workers)] + [("proxy", self.proxy)]
+        return [f"{name} (rc {p.returncode})" for name, p in named if p.poll() is not None]
+
+
+def start_scaled(out: Path, redis_url: str, port: int = 0) -> Scaled:
+    """Workers of everything_server.py sharing ``redis_url``, and the proxy before them."""
+    if not redis_answers(redis_url):
+        raise SetupError(f"Redis does not answer at {redis_url} (make redis starts one)")
+    prefix = f"conformance-{secrets.token_hex(8)}"
+    env = dict(os.environ)
+    env.update(
+        MCPKIT_REDIS_URL=redis_url, MCPKIT_REDIS_PREFIX=prefix, MCPKIT_STATE_SECRET=secrets.token_hex(32)
+    )
+    workers: list[subprocess.Popen[bytes]] = []
+    ports = [free_port() for _ in range(SCALED_WORKERS)]
+    try:
+        for i, worker_port in enumerate(ports):
+            workers.append(start_server(worker_port, out / f"scaled-worker{i}.log", env))
+        port = port or free_port()
+        cmd = [sys.executable, "-m", "mcpkit.testing.proxy", "--access-log", "--port", str(port)]
+        cmd += [f"http://127.0.0.1:{p}" for p in ports]
+        proxy = start_process(cmd, port, out / "scaled-proxy.log", "proxy")
+    except BaseException:
+        for worker in workers:
+            stop_server(worker)
+        raise
+    log(f"scaled: {SCALED_WORKERS} workers on Redis {redis_url} (prefix {prefix}) behind the proxy")
+    return Scaled(workers, proxy, port, prefix, redis_url)
+
+
+def stop_scaled(scaled: Scaled, out: Path) -> None:
+    for proc in scaled.processes():
+        stop_server(proc)
+    try:
+        lines = (out / "scaled-proxy.log").read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    served = [line.split(" -> ", 1)[1].split(" ", 1)[0] for line in lines if " refused=" in line]
+    spread = ", ".join(f"worker {i}: {served.count(str(i))}" for i in range(len(scaled.workers)))
+    log(f"scaled: the proxy forwarded {len(served)} requests ({spread}; no backend: {served.count('None')})")
+    # Best effort: the run's keys go (the worker's Python has redis-py when it has the extra).
+    code = (
+        "import sys, redis\n"
+        "r = redis.Redis.from_url(sys.argv[1], socket_timeout=5)\n"
+        "keys = list(r.scan_iter(match=sys.argv[2] + '*', count=1000))\n"
+        "[r.delete(*keys[i:i + 1000]) for i in range(0, len(keys), 1000)]\n"
+    )
+    try:
+        subprocess.run([sys.executable, "-c", code, scaled.redis_url, scaled.prefix], timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
 # -- running and judging -----------------------------------------------------------------
 
 
@@ -261,6 +360,8 @@ class Run:
     #: WARNINGs count as failures too.
     strict: bool = False
     expected: list[str] = field(default_factory=list)
+    #: Which server: "single" (one process) or "scaled" (workers behind the proxy).
+    target: str = "single"
     returncode: int | None = None
     seconds: float = 0.0
     results: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -378,6 +479,15 @@ def scenario_run(name: str, rev: str, leg: str, *, strict: bool) -> Run:
     return run
 
 
+def scaled_runs(args: argparse.Namespace) -> list[Run]:
+    """The server leg again, against the scaled deployment (runs named ``scaled-...``)."""
+    runs = leg_runs(args, "server")
+    for run in runs:
+        run.name = f"scaled-{run.name}"
+        run.target = "scaled"
+    return runs
+
+
 def leg_runs(args: argparse.Namespace, leg: str) -> list[Run]:
     sets = requirement_sets(leg)
     extras = CLIENT_EXTRA_SCENARIOS if leg == "client" else EXTRA_SCENARIOS
@@ -400,7 +510,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--leg", choices=["server", "client", "all"], default="server")
+    parser.add_argument("--leg", choices=["server", "server-scaled", "client", "all"], default="server")
+    parser.add_argument(
+        "--redis-url", default=DEFAULT_REDIS_URL, help="Redis of the scaled leg (default: %(default)s)"
+    )
     parser.add_argument("--only", metavar="SCENARIO", help="run just this scenario (at each spec version)")
     parser.add_argument("--spec-version", choices=REQUIREMENTS, help="limit the runs to one revision")
     parser.add_argument("--port", type=int, default=0, help="port for the server (default: a free one)")
@@ -423,25 +536,37 @@ def main() -> int:
         return 0
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    runs = (leg_runs(args, "server") if args.leg in ("server", "all") else []) + (
-        leg_runs(args, "client") if args.leg in ("client", "all") else []
+    runs = (
+        (leg_runs(args, "server") if args.leg in ("server", "all") else [])
+        + (scaled_runs(args) if args.leg in ("server-scaled", "all") else [])
+        + (leg_runs(args, "client") if args.leg in ("client", "all") else [])
     )
     proc = None
+    scaled = None
     url = args.url
-    if url is None and any(run.leg == "server" for run in runs):
-        port = args.port or free_port()
-        try:
+    scaled_url = args.url
+    try:
+        if url is None and any(run.leg == "server" and run.target == "single" for run in runs):
+            port = args.port or free_port()
             proc = start_server(port, out / "server.log")
-        except SetupError as exc:
-            log(f"setup failed: {exc}")
-            return 2
-        url = f"http://localhost:{port}/mcp"
-    log(f"url: {url}")
+            url = f"http://localhost:{port}/mcp"
+        if scaled_url is None and any(run.target == "scaled" for run in runs):
+            scaled = start_scaled(out, args.redis_url, args.port if args.leg == "server-scaled" else 0)
+            scaled_url = f"http://localhost:{scaled.port}/mcp"
+    except SetupError as exc:
+        log(f"setup failed: {exc}")
+        for started in ([proc] if proc else []) + (scaled.processes() if scaled else []):
+            stop_server(started)
+        return 2
+    if url is not None:
+        log(f"url: {url}")
+    if scaled is not None:
+        log(f"scaled url: {scaled_url}")
 
     failed = False
     try:
         for run in runs:
-            run_harness(node, entry, url, run, out, args.timeout)
+            run_harness(node, entry, scaled_url if run.target == "scaled" else url, run, out, args.timeout)
             verdict = judge(run)
             c = verdict.counts
             log(
@@ -460,12 +585,21 @@ def main() -> int:
             if proc is not None and proc.poll() is not None:
                 log(f"the server died (rc {proc.returncode}); see {out / 'server.log'}")
                 return 1
+            if scaled is not None and scaled.dead():
+                log(f"the scaled deployment lost {', '.join(scaled.dead())}; see {out}/scaled-*.log")
+                return 1
     finally:
-        if proc is not None:
-            if args.keep_server:
+        if args.keep_server:
+            if proc is not None:
                 log(f"server left running at {url} (pid {proc.pid})")
-            else:
+            if scaled is not None:
+                pids = ", ".join(str(p.pid) for p in scaled.processes())
+                log(f"scaled deployment left running at {scaled_url} (pids {pids})")
+        else:
+            if proc is not None:
                 stop_server(proc)
+            if scaled is not None:
+                stop_scaled(scaled, out)
     log(f"results: {out}")
     log(f"total: {time.monotonic() - started:.1f} s -> {'FAILED' if failed else 'PASSED'}")
     return 1 if failed else 0

@@ -111,6 +111,7 @@ class RoundRobinProxy:
         port: int = 0,
         *,
         connect_timeout: float = 3.0,
+        access_log: bool = False,
     ) -> None:
         if not backends:
             raise ValueError("RoundRobinProxy needs at least one backend")
@@ -118,6 +119,8 @@ class RoundRobinProxy:
         self.host = host
         self.port = port
         self.connect_timeout = connect_timeout
+        #: Print one line per answered request (``METHOD path -> backend status``).
+        self.access_log = access_log
         #: Every request so far, in arrival order.
         self.log: list[ProxiedRequest] = []
         self._next = 0
@@ -245,6 +248,11 @@ class RoundRobinProxy:
                 continue
             entry.backend, entry.status = index, response.status_code
             break
+        if self.access_log:
+            print(
+                f"{method} {path} -> {entry.backend} {entry.status or 502} refused={entry.refused}",
+                flush=True,
+            )
         if response is None:
             entry.status = 502
             await _plain(send, 502, b"Bad Gateway: no backend accepted the connection\n")
@@ -341,8 +349,8 @@ async def _plain(send: Any, status: int, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def _serve(backends: list[str], host: str, port: int) -> None:
-    async with RoundRobinProxy(backends, host, port) as proxy:
+async def _serve(backends: list[str], host: str, port: int, access_log: bool) -> None:
+    async with RoundRobinProxy(backends, host, port, access_log=access_log) as proxy:
         print(f"RoundRobinProxy listening on {proxy.url} -> {', '.join(proxy.backends)}", flush=True)
         await proxy.serve_forever()
 
@@ -357,8 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("backends", nargs="+", metavar="BACKEND_URL")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument(
+        "--access-log", action="store_true", help="print one line per request: METHOD path -> backend status"
+    )
     args = parser.parse_args(argv)
-    asyncio.run(_serve(args.backends, args.host, args.port))
+    asyncio.run(_serve(args.backends, args.host, args.port, args.access_log))
     return 0
 
 
