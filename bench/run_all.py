@@ -6,7 +6,9 @@ Phases (each interleaves its peers in shuffled order within every repetition and
 2. ``http``    - ``http_bench.py``: Streamable HTTP with wrk at c=1/16/64, legacy JSON, legacy SSE, modern;
 3. ``startup`` - ``startup_bench.py``: import time, cold start (spawn -> initialize answer), idle RSS;
 4. ``growth``  - ``growth_bench.py``: mcpkit's RSS growth over 100,000 calls in each mode;
-5. ``client``  - ``client_bench.py``: mcpkit ``Client`` -> mcpkit vs ``mcp.Client`` -> official.
+5. ``client``  - ``client_bench.py``: mcpkit ``Client`` -> mcpkit vs ``mcp.Client`` -> official;
+6. ``scale``   - ``scale_bench.py``: ``mcpkit run --workers N --redis URL`` at 1, 2, 4 workers (mcpkit only,
+   modern stateless and legacy session requests; needs Redis, else starts a private ``redis-server``).
 
 Peers (``peers.py``): mcpkit, official (``mcp``), fastmcp (own venv, installed on first use), ts-sdk (npm,
 into ``.cache/bench-node``, installed on first use), floor-py, floor-node. Every mcpkit process in the run
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import sys
 import time
@@ -39,6 +42,7 @@ from typing import Any
 import client_bench
 import growth_bench
 import http_bench
+import scale_bench
 import startup_bench
 import stdio_bench
 from common import (
@@ -53,7 +57,7 @@ from common import (
 )
 from peers import ALL_PEERS, CORE_PEERS, setup_peers
 
-PHASES = ("stdio", "http", "startup", "growth", "client")
+PHASES = ("stdio", "http", "startup", "growth", "client", "scale")
 MAIN_PACKAGES = ("mcp", "mcp-types", "pydantic", "uvicorn", "h11", "anyio", "orjson", "msgspec", "httpx")
 PARTIAL_PATH = RESULTS_PATH.parent / "out" / "RESULTS.partial.md"  # runs of only some phases (git-ignored)
 HIGH_LOAD = 3.0  # 1-min load average above this on the 2-vCPU machine: say the numbers are suspect
@@ -77,6 +81,8 @@ class Config:
     growth_modes: tuple[str, ...]
     client_n: int
     client_reps: int
+    scale: scale_bench.Settings  # its redis_url is replaced by the one found (or started) at run time
+    scale_redis_url: str | None
 
 
 @dataclass
@@ -172,12 +178,22 @@ def phase_client(cfg: Config, peers: list[str], source: Any, wrk: str | None) ->
     return report, client_bench.summary(stats, cfg.client_n), any(s.failures for s in stats.values())
 
 
+def phase_scale(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    assert wrk is not None
+    scale_cfg, cells, info = scale_bench.run(
+        wrk, lambda url: dataclasses.replace(cfg.scale, redis_url=url), cfg.scale_redis_url, source
+    )
+    report = scale_bench.render_report(cells, scale_cfg, info, title_level="##")
+    return report, scale_bench.summary(cells), scale_bench.failed(cells, scale_cfg)
+
+
 PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str, Any, bool]]] = {
     "stdio": phase_stdio,
     "http": phase_http,
     "startup": phase_startup,
     "growth": phase_growth,
     "client": phase_client,
+    "scale": phase_scale,
 }
 SECTION_NAMES = {
     "stdio": stdio_bench.SECTION,
@@ -185,6 +201,7 @@ SECTION_NAMES = {
     "startup": startup_bench.SECTION,
     "growth": growth_bench.SECTION,
     "client": client_bench.SECTION,
+    "scale": scale_bench.SECTION,
 }
 
 
@@ -436,17 +453,20 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--growth-calls", type=int, default=None, help="calls per growth mode (100000)")
     p.add_argument("--client-n", type=int, default=None, help="calls per client phase (1000)")
     p.add_argument("--client-reps", type=int, default=None, help="client repetitions (5)")
+    p.add_argument("--scale-reps", type=int, default=None, help="scale-out repetitions (3)")
+    p.add_argument("--redis-url", default=None, help="Redis for the scale phase (default: scale_bench's)")
     a = p.parse_args(argv)
     smoke = a.smoke
 
     def pick(value: int | None, full: int, toy: int) -> int:
         return value if value is not None else (toy if smoke else full)
 
+    seed = a.seed if a.seed is not None else random.randrange(2**32)
     return Config(
         smoke=smoke,
         peers=list(a.peers or (CORE_PEERS if smoke else ALL_PEERS)),
         phases=list(a.phases or PHASES),
-        seed=a.seed if a.seed is not None else random.randrange(2**32),
+        seed=seed,
         stdio_n=pick(a.stdio_n, 2000, 100),
         stdio_reps=pick(a.stdio_reps, 5, 1),
         http_duration=pick(a.http_duration, 2, 1),
@@ -459,6 +479,10 @@ def parse_args(argv: Sequence[str] | None) -> Config:
         growth_modes=("stdio-seq", "stdio-pipe", "http-json") if smoke else growth_bench.MODES,
         client_n=pick(a.client_n, 1000, 100),
         client_reps=pick(a.client_reps, 5, 1),
+        scale=scale_bench.make_settings(
+            smoke=smoke, redis_url="", reps=a.scale_reps, seed=seed, duration=1 if smoke else 3
+        ),
+        scale_redis_url=a.redis_url,
     )
 
 
@@ -469,7 +493,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average before: {load_before}", file=sys.stderr, flush=True)
     setup = setup_peers(cfg.peers)
     wrk, wrk_notes = (None, [])
-    if {"http", "growth"} & set(cfg.phases):
+    if {"http", "growth", "scale"} & set(cfg.phases):
         wrk, wrk_notes = http_bench.ensure_wrk()
     source = mcpkit_source()
     run = Run(cfg)
@@ -504,7 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         *wrk_notes,
         "commands: `make bench` = `python bench/run_all.py`; phases standalone: "
         "`python bench/stdio_bench.py`, `bench/http_bench.py`, `bench/startup_bench.py`, "
-        "`bench/growth_bench.py`, `bench/client_bench.py` (each with `--help`)",
+        "`bench/growth_bench.py`, `bench/client_bench.py`, `bench/scale_bench.py` (each with `--help`)",
         f"shuffle seed {cfg.seed}; total wall time {elapsed / 60:.1f} min",
         f"load average (1/5/15 min) before: {load_before}; after: {load_after}"
         + (
