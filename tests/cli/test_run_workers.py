@@ -265,6 +265,27 @@ def test_request_state_verifies_on_every_worker() -> None:
 
 
 @pytest.mark.timeout(90)
+def test_request_state_verifies_on_every_worker_with_redis() -> None:
+    """With Redis and no MCPKIT_STATE_SECRET, the workers agree on the secret through Redis."""
+    require_redis()
+    prefix = redis_prefix()
+    try:
+        with serve(
+            str(PID_SERVER), "--workers", "2", "--redis", REDIS_URL, env={"MCPKIT_REDIS_PREFIX": prefix}
+        ) as served:
+            crossed = 0
+            deadline = time.monotonic() + 30
+            with ThreadPoolExecutor(4) as pool:
+                while crossed < 3 and time.monotonic() < deadline:
+                    pairs = list(pool.map(lambda _: mrtr_round_trip(served.url), range(8)))
+                    crossed += sum(1 for a, b in pairs if a != b)
+            assert crossed >= 3, "no retry landed on the other worker within 30 s"
+            assert served.stop() == 0, served.output()
+    finally:
+        cleanup_redis(prefix)
+
+
+@pytest.mark.timeout(90)
 def test_sigterm_drains_every_worker() -> None:
     """SIGTERM: in-flight calls finish, new requests get 503 while the workers drain, then all stop."""
     with serve(str(PID_SERVER), "--workers", "2", "--stateless") as served:
@@ -423,9 +444,12 @@ def test_worker_environment_generates_one_state_secret() -> None:
     from mcpkit.transports.http.workers import ENV_STATE_SECRET, worker_environment
 
     env: dict[str, str] = {}
-    worker_environment("x.py", 2, {"stateless": True}, redis_url="redis://h/0", environ=env)
+    worker_environment("x.py", 2, {"stateless": True}, environ=env)
     assert len(env[ENV_STATE_SECRET]) == 64
-    assert env["MCPKIT_REDIS_URL"] == "redis://h/0"
+    # With Redis the workers agree on a secret through it (machines apart too): none is made here.
+    on_redis: dict[str, str] = {}
+    worker_environment("x.py", 2, {}, redis_url="redis://h/0", environ=on_redis)
+    assert on_redis["MCPKIT_REDIS_URL"] == "redis://h/0" and ENV_STATE_SECRET not in on_redis
     kept = {ENV_STATE_SECRET: "mine"}
     worker_environment("x.py", 2, {}, environ=kept)
     assert kept[ENV_STATE_SECRET] == "mine"

@@ -15,9 +15,9 @@ environment, which every worker inherits:
 * ``MCPKIT_REDIS_URL`` (and ``MCPKIT_REDIS_PREFIX``): legacy sessions, stream
   events, server-to-client relays and change notifications on Redis (read by
   the HTTP app); without it, N > 1 needs ``stateless=True``;
-* ``MCPKIT_STATE_SECRET``: the key that signs multi round-trip ``requestState``;
-  when unset, one is generated here so that every worker verifies what another
-  one signed.
+* ``MCPKIT_STATE_SECRET``: the key that signs multi round-trip ``requestState``.
+  When unset, workers on Redis agree on one through Redis; without Redis, one
+  is generated here for the workers, so that each verifies what another signed.
 """
 
 from __future__ import annotations
@@ -105,7 +105,9 @@ def worker_environment(
     env[ENV_SETTINGS] = _settings_json(settings)
     if redis_url:
         env[ENV_REDIS_URL] = redis_url
-    if workers > 1 and not env.get(ENV_STATE_SECRET):
+    # With Redis, workers without a secret agree on one through it (so do those of
+    # other machines); without Redis, only these workers need to share one.
+    if workers > 1 and not env.get(ENV_STATE_SECRET) and not env.get(ENV_REDIS_URL):
         env[ENV_STATE_SECRET] = secrets.token_hex(32)
     return env
 
