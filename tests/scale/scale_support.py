@@ -137,6 +137,14 @@ class Worker:
             self.proc.kill()
             await self.wait_exit(5.0)
 
+    def problems(self) -> list[str]:
+        """Log lines that say something went wrong inside the worker (tracebacks, errors)."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if line.startswith(("Traceback", "ERROR", "CRITICAL"))]
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             text = self.log.read_text(errors="replace")
@@ -204,6 +212,8 @@ class Cluster:
     prefix: str
     redis_url: str
     clients: list[httpx.AsyncClient] = field(default_factory=list)
+    #: Set by a test that expects errors in the workers' logs; otherwise any fails it.
+    worker_errors_expected: bool = False
 
     @property
     def url(self) -> str:
@@ -270,6 +280,9 @@ async def cluster(
         if made is not None:
             print(made.logs())  # shown by pytest when the test failed
         await delete_prefix(redis_url, prefix)
+    problems = {w.index: w.problems() for w in workers if w.problems()}
+    if problems and made is not None and not made.worker_errors_expected:
+        raise AssertionError(f"errors in the workers' logs: {problems}")
 
 
 async def delete_prefix(redis_url: str, prefix: str) -> None:
