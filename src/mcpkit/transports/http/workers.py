@@ -135,6 +135,10 @@ def serve_http_workers(
             "mcpkit HTTP server listening on all interfaces (%s): protect it with authentication", host
         )
     settings = {**settings, "host": host}
+    if workers > 1 and not (redis_url or os.environ.get(ENV_REDIS_URL)):
+        # An HTTP+SSE (2024-11-05) session lives on the worker holding its GET
+        # stream; without Redis a POST reaching another worker could not find it.
+        settings.setdefault("sse_path", None)
     worker_environment(target, workers, settings, redis_url=redis_url)
     grace = float(settings.get("shutdown_grace", HTTPSettings.shutdown_grace))
     config = uvicorn.Config(
