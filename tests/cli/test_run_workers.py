@@ -164,6 +164,7 @@ def serve(*args: str, env: dict[str, str] | None = None, probe: str = "pid") -> 
         text=True,
         env=full_env,
         cwd=ROOT,
+        start_new_session=True,  # a process group of its own, as under a terminal
     )
     served = Served(proc, port, probe)
     try:
@@ -289,14 +290,20 @@ def test_request_state_verifies_on_every_worker_with_redis() -> None:
 
 
 @pytest.mark.timeout(90)
-def test_sigterm_drains_every_worker() -> None:
-    """SIGTERM: in-flight calls finish, new requests get 503 while the workers drain, then all stop."""
+@pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
+def test_stopping_drains_every_worker(how: str) -> None:
+    """SIGTERM to the supervisor, or SIGINT to the whole process group (Ctrl+C, after which the
+    supervisor also sends SIGTERM): in-flight calls finish, new requests get 503 while the workers
+    drain, then all stop."""
     with serve(str(PID_SERVER), "--workers", "2", "--stateless") as served:
         workers = served.children()
         with ThreadPoolExecutor(4) as pool:
             slow = [pool.submit(modern_call, served.url, "slow", {"seconds": 3}) for _ in range(4)]
             time.sleep(1.0)  # the calls are in flight
-            served.proc.send_signal(signal.SIGTERM)
+            if how == "sigterm":
+                served.proc.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(served.proc.pid, signal.SIGINT)
             time.sleep(0.5)
             statuses = set()
             for _ in range(4):

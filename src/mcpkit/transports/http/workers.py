@@ -220,7 +220,7 @@ class _DrainOnSignals:
     def __init__(self, loop: asyncio.AbstractEventLoop, drain: Callable[[], Awaitable[None]]) -> None:
         self.loop = loop
         self.drain = drain
-        self.started = False
+        self.first: int | None = None
         self.task: asyncio.Task[None] | None = None
 
     def install(self) -> None:
@@ -231,11 +231,15 @@ class _DrainOnSignals:
 
     def _handler(self, previous: Callable[[int, Any], Any]) -> Callable[[int, Any], None]:
         def handler(signum: int, frame: Any) -> None:
-            if self.started:  # a second signal: stop now
-                previous(signum, frame)
+            if self.first is None:
+                self.first = signum
+                self.loop.call_soon_threadsafe(self._start, previous, signum)
+            elif self.first == signal.SIGINT and signum == signal.SIGTERM:
+                # Ctrl+C reached the whole process group, and the supervisor then
+                # sends SIGTERM: the same stop, already draining.
                 return
-            self.started = True
-            self.loop.call_soon_threadsafe(self._start, previous, signum)
+            else:  # a second signal: stop now
+                previous(signum, frame)
 
         return handler
 
