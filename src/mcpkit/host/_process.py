@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.framing import Oversized
 from ..transports.stdio import ProcessChannel
 
 __all__ = ["StderrTail", "WatchedChannel"]
@@ -30,13 +31,33 @@ class WatchedChannel:
         if self.ended:
             on_eof()
 
-    async def read(self) -> Any:
-        batch = await self.inner.read()
-        if batch is None and not self.ended:
+    def _ending(self) -> None:
+        if not self.ended:
             self.ended = True
             if self._on_eof is not None:
                 self._on_eof()
+
+    async def read(self) -> Any:
+        batch = await self.inner.read()
+        if batch is None:
+            self._ending()
         return batch
+
+    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+        """Push mode (what :class:`Session` uses): the end of output is seen before the session's."""
+
+        def receive(batch: list[bytes | Oversized] | None) -> None:
+            if batch is None:
+                self._ending()
+            receiver(batch)
+
+        self.inner.set_receiver(receive)
+
+    def hold_input(self) -> None:
+        self.inner.hold_input()
+
+    def release_input(self) -> None:
+        self.inner.release_input()
 
     def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
         self.inner.write(data, related, final)

@@ -151,8 +151,30 @@ class RecordingChannel:
     async def close(self) -> None:
         await self._inner.close()
 
+    def _push(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+        """``set_receiver`` for an inner channel that pushes its input: each line is recorded first."""
+        record = self._recorder.record
+        on_eof = self._on_eof
+
+        def receive(batch: list[bytes | Oversized] | None) -> None:
+            if batch is None:
+                if on_eof is not None:
+                    on_eof()
+            else:
+                for item in batch:
+                    record("in", item)
+            receiver(batch)
+
+        self._inner.set_receiver(receive)  # type: ignore[attr-defined]
+
     def __getattr__(self, name: str) -> Any:
-        return getattr(object.__getattribute__(self, "_inner"), name)
+        inner = object.__getattribute__(self, "_inner")
+        if name == "set_receiver":
+            # Only when the inner channel has one (the session falls back to read()
+            # otherwise), and never forwarded as is: recording must see every line.
+            getattr(inner, name)
+            return self._push
+        return getattr(inner, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in self._own:

@@ -114,7 +114,24 @@ def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message |
         if not env:
             raise ProtocolError(INVALID_REQUEST, "Invalid Request: empty batch")
         return env
-    _check_utf8(data, env)
+    if data.__class__ is not bytes or not data.isascii():
+        _check_utf8(data, env)
+    # The common case, a well-formed request, without the general checks' calls
+    # (_classify gives the same answer for it, and the error for everything else).
+    rid = env.id
+    method = env.method
+    if (
+        method.__class__ is str
+        and (rid.__class__ is int or rid.__class__ is str)
+        and env.jsonrpc == JSONRPC_VERSION
+        and env.result is UNSET
+        and env.error is UNSET
+    ):
+        params = env.params
+        if params is UNSET:
+            return Request(rid, method, None)
+        if memoryview(params)[0] == _OPEN_BRACE:
+            return Request(rid, method, params)
     return _classify(env)
 
 

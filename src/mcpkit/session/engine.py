@@ -174,8 +174,9 @@ class Session:
             self._input_closed()
             self._input_done.set()
             return
+        receive = self._receive
         for line in batch:
-            self._receive(line)
+            receive(line)
         if len(self._in_flight) >= self.max_in_flight and not self._input_held:
             self._input_held = True
             self.channel.hold_input()  # type: ignore[attr-defined]
@@ -195,7 +196,17 @@ class Session:
         except ProtocolError as exc:
             self._send_error(exc.request_id, exc.code, exc.message)
             return
-        if isinstance(message, list):
+        if message.__class__ is Request:
+            # feed_message's request branch, inline: this is the per-call path.
+            answer_now = self._answer_now
+            rid = message.id
+            if answer_now is not None and rid not in self._in_flight:
+                result = answer_now(message)
+                if result is not None:
+                    self.channel.write(jsonrpc.encode_result(rid, result), rid, True)
+                    return
+            self._start_request(message)
+        elif isinstance(message, list):
             self._spawn(self._run_batch(message))
         else:
             self.feed_message(message)

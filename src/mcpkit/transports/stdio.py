@@ -15,7 +15,7 @@ import stat
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
 
@@ -44,6 +44,8 @@ class _LineReader:
         self.resume: Any = None
         self.paused = False
         self.receiver: Callable[[list[bytes | Oversized] | None], None] | None = None
+        #: The channel whose writes are corked while a batch of several lines is handled.
+        self.corked: _Corkable | None = None
         #: Why delivery is held: the session is full, or the peer is not reading our output.
         self.holds: set[str] = set()
 
@@ -51,7 +53,10 @@ class _LineReader:
         lines = self.framer.feed(data)
         if self.receiver is not None and not self.holds and not self.lines:
             if lines:
-                self.receiver(lines)
+                if len(lines) == 1 or self.corked is None:
+                    self.receiver(lines)  # one line: at most one answer from it, nothing to gather
+                else:
+                    self._push(lines)
             return
         self.lines.extend(lines)
         if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
@@ -91,10 +96,36 @@ class _LineReader:
         if self.lines:
             batch = list(self.lines)
             self.lines.clear()
-            receiver(batch)
+            if self.corked is None:
+                receiver(batch)
+            else:
+                self._push(batch)
         if self.eof and not self.holds:
             self.receiver = None  # EOF is delivered once
             receiver(None)
+
+    def _push(self, batch: list[bytes | Oversized]) -> None:
+        """Hand ``batch`` to the receiver with the channel's writes corked, then write them at once.
+
+        Answers produced while one read's lines are handled (sync tools answered
+        inline, errors for bad lines) go out in one write — one system call —
+        instead of one each, in the order they were written. Nothing is held past
+        the end of the callback: a handler that answers later, from its own task,
+        writes straight through.
+        """
+        channel = self.corked
+        assert channel is not None and self.receiver is not None
+        if channel._cork is not None:  # already inside a corked delivery
+            self.receiver(batch)
+            return
+        out: list[bytes] = []
+        channel._cork = out
+        try:
+            self.receiver(batch)
+        finally:
+            channel._cork = None
+            if out:
+                channel._flush(out)
 
     def _wake(self) -> None:
         w = self.waiter
@@ -116,6 +147,14 @@ class _LineReader:
             self.paused = False
             self.resume()
         return batch
+
+
+class _Corkable(Protocol):
+    """A channel whose writes can be gathered while a batch of input is handled."""
+
+    _cork: list[bytes] | None
+
+    def _flush(self, out: list[bytes]) -> None: ...
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -147,7 +186,8 @@ class _WriteProtocol(asyncio.Protocol):
 
     def __init__(self) -> None:
         self._paused = False
-        self._drained: asyncio.Future[None] | None = None
+        #: One future per waiting ``drain()``: every writer that waits is woken, not just the last.
+        self._drainers: list[asyncio.Future[None]] = []
         self.lost = False
         self.reader: _LineReader | None = None
 
@@ -160,8 +200,10 @@ class _WriteProtocol(asyncio.Protocol):
         self._paused = False
         if self.reader is not None:
             self.reader.release("output")
-        if self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
+        drainers, self._drainers = self._drainers, []
+        for fut in drainers:
+            if not fut.done():
+                fut.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
@@ -169,8 +211,14 @@ class _WriteProtocol(asyncio.Protocol):
 
     async def drain(self) -> None:
         if self._paused and not self.lost:
-            self._drained = asyncio.get_running_loop().create_future()
-            await self._drained
+            fut = asyncio.get_running_loop().create_future()
+            self._drainers.append(fut)
+            try:
+                await fut
+            finally:
+                if not fut.done() or fut.cancelled():
+                    with contextlib.suppress(ValueError):
+                        self._drainers.remove(fut)
 
 
 class StdioChannel:
@@ -188,12 +236,18 @@ class StdioChannel:
         self._protocol = protocol
         self._read_transport = read_transport
 
+        self._cork: list[bytes] | None = None
+
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
 
     def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
-        """Deliver input batches to ``receiver`` as they arrive (None at end of input)."""
+        """Deliver input batches to ``receiver`` as they arrive (None at end of input).
+
+        A peer that stops reading our output gets no more of its input read.
+        """
         self._protocol.reader = self._reader
+        self._reader.corked = self
         self._reader.set_receiver(receiver)
 
     def hold_input(self) -> None:
@@ -203,8 +257,15 @@ class StdioChannel:
         self._reader.release("session")
 
     def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        if not self._transport.is_closing():
+        cork = self._cork
+        if cork is not None:
+            cork.append(data)
+        elif not self._transport.is_closing():
             self._transport.write(data + b"\n")
+
+    def _flush(self, out: list[bytes]) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")
 
     async def drain(self) -> None:
         await self._protocol.drain()
@@ -329,6 +390,7 @@ class ProcessChannel:
         self._protocol = protocol
         self._stdin = transport.get_pipe_transport(0)
         self.terminate_timeout = terminate_timeout
+        self._cork: list[bytes] | None = None
 
     @property
     def pid(self) -> int:
@@ -341,10 +403,36 @@ class ProcessChannel:
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._protocol.reader.read()
 
+    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+        """Deliver the server's output batches to ``receiver`` as they arrive (None at the end).
+
+        Unlike the server's end, input is not held while the server is slow to
+        read our requests: the server may itself be waiting for us to read its
+        answers, and a client that writes many requests before reading (e.g.
+        ``asyncio.gather``) would deadlock with it.
+        """
+        self._protocol.reader.corked = self
+        self._protocol.reader.set_receiver(receiver)
+
+    def hold_input(self) -> None:
+        self._protocol.reader.hold("session")
+
+    def release_input(self) -> None:
+        self._protocol.reader.release("session")
+
     def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+        cork = self._cork
+        if cork is not None:
+            cork.append(data)
+            return
         stdin = self._stdin
         if stdin is not None and not stdin.is_closing():
             stdin.write(data + b"\n")  # type: ignore[attr-defined]
+
+    def _flush(self, out: list[bytes]) -> None:
+        stdin = self._stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")  # type: ignore[attr-defined]
 
     async def drain(self) -> None:
         await self._protocol.write.drain()
