@@ -166,16 +166,10 @@ async def test_a_cancellation_sent_through_another_worker(
     assert len(ticks(got)) < 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="implementation: the worker holding the GET stream cuts it off (uvicorn: 'ASGI callable returned "
-    "without completing response') when the session is DELETEd through another worker",
-)
 async def test_delete_ends_the_get_stream_held_by_another_worker(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
     c = await start_cluster(2)
-    c.worker_errors_expected = True  # the cut-off stream is logged as an error (see the xfail reason)
     client = c.client()
     session = await open_session(client)
     c.route_next_to(0)
@@ -209,11 +203,6 @@ async def test_resuming_with_an_unknown_event_id(start_cluster: StartClusterT, s
         assert response.status_code in (400, 404), (worker, bogus, response.status_code, response.text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="implementation: a request id in flight on one worker is not refused by another (one process "
-    "answers 'id is already in use'); both requests run and both answer with that id",
-)
 async def test_a_request_id_in_flight_on_one_worker_is_refused_by_another(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:

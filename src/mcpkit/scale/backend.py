@@ -196,12 +196,15 @@ class RedisBackend:
 
     async def _listen(self) -> None:
         delay = 0.05
+        lost = False
         while True:
             pubsub = self.client.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(*self._handlers)
                 self._pubsub_ready.set()
-                delay = 0.05
+                if lost:
+                    logger.warning("Redis pub/sub reconnected")
+                delay, lost = 0.05, False
                 while True:
                     message = await pubsub.get_message(timeout=5.0)
                     if message is None:
@@ -220,7 +223,9 @@ class RedisBackend:
                 raise
             except Exception as exc:  # Redis went away: resubscribe when it is back
                 self._pubsub_ready.clear()
-                logger.warning("Redis pub/sub lost (%s); reconnecting", exc)
+                # Once per outage at warning level; the retries (with back-off) at debug.
+                (logger.debug if lost else logger.warning)("Redis pub/sub lost (%s); reconnecting", exc)
+                lost = True
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
             finally:

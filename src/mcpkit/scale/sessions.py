@@ -101,24 +101,41 @@ class RedisSessions:
         pipe.zadd(self.live, {sid: time.time() + self.ttl})
         await self.backend.call(pipe.execute())
 
-    async def fetch(self, sid: str) -> SessionRecord | None:
-        """The session's record, refreshing its expiry; None when unknown or expired."""
+    async def fetch(self, sid: str, claim: int | str | None = None) -> tuple[SessionRecord | None, bool]:
+        """The session's record (None when unknown or expired), refreshing its expiry.
+
+        With ``claim`` (a request id), also claims that id for the session in the
+        same round trip: the second value says whether no other worker has that
+        request in flight (JSON-RPC ids must be unique among a sender's requests).
+        """
         pipe = self.backend.client.pipeline(transaction=False)
         pipe.hgetall(self._rec(sid))
         pipe.expire(self._rec(sid), self.ttl)
         pipe.expire(self._subs(sid), self.ttl)
         pipe.zadd(self.live, {sid: time.time() + self.ttl}, xx=True)
-        fields: dict[bytes, bytes] = (await self.backend.call(pipe.execute()))[0]
+        if claim is not None:
+            pipe.set(self._claim(sid, claim), self.backend.worker_id, nx=True, ex=self.ttl)
+        replies: list[Any] = await self.backend.call(pipe.execute())
+        fields: dict[bytes, bytes] = replies[0]
+        claimed = claim is None or bool(replies[4])
         raw = fields.get(b"r")
         if raw is None:
-            return None
+            return None, claimed
         try:
             record = _decode_record(raw)
         except msgspec.DecodeError:
-            return None
+            return None, claimed
         level = fields.get(b"l")
         record.log_level = level.decode() if level else None
-        return record
+        return record, claimed
+
+    def _claim(self, sid: str, request_id: int | str) -> str:
+        return self.backend.key("rid", sid, _encode(request_id).decode())
+
+    def release(self, sid: str, request_id: int | str) -> None:
+        """The request is over: its id may be used again (queued, not awaited)."""
+        key = self._claim(sid, request_id)
+        self.backend.write(lambda pipe: pipe.delete(key))
 
     async def set_log_level(self, sid: str, level: str | None) -> None:
         if level is None:

@@ -170,16 +170,21 @@ class StreamableHTTPApp(Lifetime):
         A session created by one principal is invisible to every other: the
         same 404 as an unknown id, so ids cannot be probed (CVE-2026-52869).
         """
+        return (await self._claim_in(session_id, None))[0]
+
+    async def _claim_in(self, session_id: str, claim: int | str | None) -> tuple[HTTPSession | None, bool]:
+        """:meth:`_session_for`, also claiming request id ``claim`` across workers."""
+        claimed = True
         if self.shared is not None:
-            session = await self.shared.find(session_id) if session_id else None
+            session, claimed = await self.shared.find(session_id, claim) if session_id else (None, True)
         else:
             session = self.sessions.get(session_id)
         if session is None:
-            return None
+            return None, claimed
         principal = _principal.get()
         if session.principal != (principal.key if principal is not None else None):
-            return None
-        return session
+            return None, claimed
+        return session, claimed
 
     def resource_url(self, scope: Scope, headers: dict[str, str]) -> str:
         """The endpoint's canonical URL (the tokens' audience)."""
@@ -334,6 +339,7 @@ class StreamableHTTPApp(Lifetime):
             return
         session_id = headers.get(h.SESSION_ID)
         extra: list[tuple[bytes, bytes]] = []
+        claimed = True
         if session_id is None:
             # Only initialize reaches here without a session (see _post).
             sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
@@ -354,7 +360,10 @@ class StreamableHTTPApp(Lifetime):
             self.sessions.add(session)
             extra.append((b"mcp-session-id", session.id.encode()))
         else:
-            found = await self._session_for(session_id)
+            found, claimed = await self._claim_in(
+                session_id,
+                message.id if isinstance(message, Request) and message.method != "initialize" else None,
+            )
             if found is None:
                 await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
@@ -370,15 +379,22 @@ class StreamableHTTPApp(Lifetime):
             await respond(send, 202, headers=extra)
             return
         if self.settings.auth is not None and message.params is not None:
-            with contextlib.suppress(msgspec.DecodeError):
-                self._check_scopes(_principal.get(), message.method, _any.decode(message.params))
-        if message.id in session.request_streams or session.engine.in_flight(message.id):
+            try:
+                with contextlib.suppress(msgspec.DecodeError):
+                    self._check_scopes(_principal.get(), message.method, _any.decode(message.params))
+            except HTTPFailure:
+                if self.shared is not None and session_id is not None and claimed:
+                    self.shared.store.release(session.id, message.id)
+                raise
+        if not claimed or message.id in session.request_streams or session.engine.in_flight(message.id):
             await jsonrpc_error(
                 send, 200, message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
             )
             return
         stream = session.open_stream(message.id)
         session.engine.feed_message(message)
+        if self.shared is not None and session_id is not None:
+            self.shared.release_when_done(session, message.id)
         try:
             if self.shared is not None and message.method in self.shared.stateful:
                 try:

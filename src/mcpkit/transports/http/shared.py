@@ -157,18 +157,19 @@ class SharedSessions:
             shared=self,
         )
 
-    async def find(self, session_id: str) -> HTTPSession | None:
-        """The session, from this worker's copies or rebuilt from its record."""
-        record = await self.store.fetch(session_id)
+    async def find(self, session_id: str, claim: int | str | None = None) -> tuple[HTTPSession | None, bool]:
+        """The session, from this worker's copies or rebuilt from its record; and,
+        given a request id to ``claim``, whether it is free on every worker."""
+        record, claimed = await self.store.fetch(session_id, claim)
         local = self.app.sessions.get(session_id)
         if record is None:
             if local is not None:
                 self.app.sessions.remove(session_id)
                 await local.close()
-            return None
+            return None, claimed
         version = parse_version(record.version)
         if version is None:
-            return None
+            return None, claimed
         if local is None:
             local = self.new_session(session_id, record.principal)
             lifecycle = local.conn.lifecycle
@@ -177,7 +178,16 @@ class SharedSessions:
             lifecycle.client_info = record.client_info
             self.app.sessions.add(local)
         local.conn.lifecycle.log_level = record.log_level
-        return local
+        return local, claimed
+
+    def release_when_done(self, session: HTTPSession, request_id: int | str) -> None:
+        """Free the claim on ``request_id`` once its handler has finished."""
+        task = session.engine._in_flight.get(request_id)
+        if task is None:  # answered already (inline) or refused
+            self.store.release(session.id, request_id)
+        else:
+            sid, store = session.id, self.store
+            task.add_done_callback(lambda _: store.release(sid, request_id))
 
     async def commit(self, session: HTTPSession, request: Request, stream: ResponseStream) -> None:
         """Commit what a stateful request changed, before its answer goes out."""
@@ -358,7 +368,8 @@ class SharedSessions:
                 await self._claim_get(sid, resume=True)
             elif not await self.store.exists(sid, stream):
                 raise HTTPFailure(404, "unknown Last-Event-ID")
-        task = asyncio.ensure_future(self._pump(send, session, stream, after))
+        response = _Response(send)
+        task = asyncio.ensure_future(self._pump(response, session, stream, after))
         self._pumps.setdefault(sid, set()).add(task)
         watcher = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -368,6 +379,10 @@ class SharedSessions:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+            if not watcher.done() or watcher.cancelled():
+                # Ended by us (session deleted, drain): finish the response properly.
+                with contextlib.suppress(Exception):
+                    await response.end()
             pumps = self._pumps.get(sid)
             if pumps is not None:
                 pumps.discard(task)
@@ -400,13 +415,12 @@ class SharedSessions:
             if await self.backend.call(client.get(lock)) == self.worker_id.encode():
                 await self.backend.call(client.delete(lock))
 
-    async def _pump(self, send: Send, session: HTTPSession, stream: str, after: str) -> None:
+    async def _pump(self, response: _Response, session: HTTPSession, stream: str, after: str) -> None:
         settings = self.app.settings
         sid = session.id
-        await send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
         retry = str(settings.sse_retry_ms or 1000).encode()
         prime = b"id: " + f"{stream}_{_wire(after)}".encode() + b"\nretry: " + retry + b"\ndata: \n\n"
-        await send({"type": "http.response.body", "body": prime, "more_body": True})
+        await response.write(prime)
         block = min(1.0, settings.keepalive_interval, self.backend.timeout / 2)
         idle = quiet = 0.0
         lock = self.backend.key("get", sid)
@@ -429,16 +443,16 @@ class SharedSessions:
                 idle += block
                 if idle >= settings.keepalive_interval:
                     idle = 0.0
-                    await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+                    await response.write(b": keepalive\n\n")
                 continue
             idle = quiet = 0.0
             final = _upto_final(events)
             body = b"".join(sse_event(e.data, f"{stream}_{_wire(e.id)}") for e in final)
-            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await response.write(body)
             after = final[-1].id
             if final[-1].final:
                 break
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await response.end()
 
     async def _end_orphan(self, sid: str, stream: str) -> None:
         """A request whose worker died will never answer: end its log with an error."""
@@ -451,6 +465,30 @@ class SharedSessions:
         rid = msgspec.json.decode(fields.get(b"r", b"null"))
         message = "the worker serving this request stopped before answering; it may have partly run"
         self.store.append(sid, stream, None, jsonrpc.encode_error(rid, INTERNAL_ERROR, message), final=True)
+
+
+class _Response:
+    """An SSE response that is started on its first write and ended exactly once."""
+
+    __slots__ = ("ended", "send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = self.ended = False
+
+    async def write(self, body: bytes) -> None:
+        if not self.started:
+            self.started = True
+            await self.send({"type": "http.response.start", "status": 200, "headers": list(SSE_HEADERS)})
+        await self.send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def end(self) -> None:
+        if self.ended:
+            return
+        if not self.started:
+            await self.write(b"")
+        self.ended = True
+        await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _wire(entry_id: str) -> str:
