@@ -374,7 +374,8 @@ class Session:
             params = dict(params or {})
             params["_meta"] = {**params.get("_meta", {}), "progressToken": rid}
             self._progress[rid] = on_progress
-        fut: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[msgspec.Raw] = loop.create_future()
         self._pending[rid] = fut
         limit = self.request_timeout if isinstance(timeout, _Default) else timeout
         try:
@@ -383,8 +384,13 @@ class Session:
             await self.channel.drain()
             if limit is None:
                 return await fut
-            async with asyncio.timeout(limit):
+            # A plain timer on the future: asyncio.timeout() costs a context manager
+            # and a task cancellation round per call, on every request.
+            timer = loop.call_later(limit, _expire, fut)
+            try:
                 return await fut
+            finally:
+                timer.cancel()
         except TimeoutError:
             self._cancel_remote(rid, f"timed out after {limit}s", related)
             raise MCPError(REQUEST_TIMEOUT, f"Request {method} timed out after {limit}s") from None
@@ -450,6 +456,11 @@ def _params_dict(raw: msgspec.Raw | None) -> dict[str, Any]:
     except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
 
 
 def _call_progress(session: Session, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
