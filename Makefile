@@ -41,7 +41,7 @@ redis:
 unit: $(STAMP) redis
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
-bench-smoke: $(STAMP)
+bench-smoke: $(STAMP) redis
 	$(BIN)/python bench/run_all.py --smoke
 
 test: lint typecheck unit bench-smoke conformance
@@ -53,7 +53,7 @@ conformance-setup: $(STAMP)
 conformance: $(STAMP) redis
 	$(BIN)/python scripts/conformance.py --leg all
 
-bench: $(STAMP)
+bench: $(STAMP) redis
 	$(BIN)/python bench/run_all.py
 bench-http: $(STAMP) ; $(BIN)/python bench/http_bench.py
 

@@ -32,11 +32,13 @@ import argparse
 import asyncio
 import dataclasses
 import random
+import re
 import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import client_bench
@@ -395,7 +397,16 @@ def render_targets(items: list[Target]) -> str:
 # ---------------------------------------------------------------------------------------------- report
 
 
-def render(run: Run, header: list[str], items: list[Target]) -> str:
+NOTES = re.compile(r"<!-- notes: begin.*?<!-- notes: end -->\n", re.S)
+
+
+def carried_notes(path: Path = RESULTS_PATH) -> str:
+    """The hand-written notes of the current RESULTS.md, carried over into the new one."""
+    match = NOTES.search(path.read_text()) if path.exists() else None
+    return match.group(0) if match else ""
+
+
+def render(run: Run, header: list[str], items: list[Target], notes: str = "") -> str:
     lines: list[str] = []
     add = lines.append
     add("# mcpkit benchmark results")
@@ -422,6 +433,8 @@ def render(run: Run, header: list[str], items: list[Target]) -> str:
     add("")
     add(f"{met} of {known} measured targets met.")
     add("")
+    if notes:
+        add(notes)
     add("## Phases")
     add("")
     add("| phase | wall s | load avg before (1/5/15) | load avg after | status |")
@@ -540,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
     ]
     items = targets(run)
-    report = render(run, header, items)
+    report = render(run, header, items, carried_notes())
     failed = any(rec.failed for rec in run.phases.values())
     if cfg.smoke:
         print(render_targets(items))
