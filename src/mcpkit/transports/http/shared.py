@@ -292,17 +292,23 @@ class SharedSessions:
         self.backend.write(lambda pipe: pipe.publish(channel, payload))
 
     def _relayed(self, data: bytes) -> None:
+        found = self._unwrap(data)
+        if found is not None:
+            session = self.app.sessions.get(found[0])
+            if session is not None:
+                session.engine.feed_message(found[1])
+
+    def _unwrap(self, data: bytes) -> tuple[str, jsonrpc.Message] | None:
+        """The session id and message of a relay from another worker (None: ignore it)."""
         try:
             relay = _decode_relay(data)
             message = jsonrpc.decode_message(bytes(relay.message))
         except (msgspec.DecodeError, ProtocolError):
             logger.warning("malformed relayed message ignored")
-            return
-        if relay.origin == self.worker_id:
-            return
-        session = self.app.sessions.get(relay.session)
-        if session is not None and not isinstance(message, list):
-            session.engine.feed_message(message)
+            return None
+        if relay.origin == self.worker_id or isinstance(message, list):
+            return None
+        return relay.session, message
 
     # -- HTTP+SSE (2024-11-05): the session lives where its GET stream is -----------------------
 
@@ -329,17 +335,12 @@ class SharedSessions:
         return True
 
     def _sse_relayed(self, data: bytes) -> None:
-        try:
-            relay = _decode_relay(data)
-            message = jsonrpc.decode_message(bytes(relay.message))
-        except (msgspec.DecodeError, ProtocolError):
-            logger.warning("malformed relayed message ignored")
-            return
+        found = self._unwrap(data)
         legacy = self.app.legacy_sse
-        session = legacy.sessions.get(relay.session) if legacy is not None else None
-        if session is not None and not isinstance(message, list):
+        session = legacy.sessions.get(found[0]) if found is not None and legacy is not None else None
+        if session is not None and found is not None:
             session.touch()
-            session.engine.feed_message(message)
+            session.engine.feed_message(found[1])
 
     # -- changes ----------------------------------------------------------------------------
 
