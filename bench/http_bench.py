@@ -4,9 +4,9 @@ Method (docs: /work/shared/docs/performance-anchors.md, section 3):
 
 * Servers (``bench/peers.py``), each serving one tool ``echo(text: str) -> str`` over Streamable HTTP on
   127.0.0.1 at ``/mcp``: ``bench/servers/mcpkit_http.py``, ``official_http.py`` and ``fastmcp_http.py`` (one
-  uvicorn worker each: asyncio loop, h11), ``ts_http.mjs`` (TypeScript SDK, ``node:http`` +
-  ``StreamableHTTPServerTransport``) and ``floor_http.py`` (a bare ASGI app on the same uvicorn defaults,
-  answering with a hand-built result). Each takes ``PORT MODE``.
+  uvicorn worker each: asyncio loop, httptools when installed, else h11), ``ts_http.mjs`` (TypeScript
+  SDK, ``node:http`` + ``StreamableHTTPServerTransport``) and ``floor_http.py`` (a bare ASGI app on the
+  same uvicorn defaults, answering with a hand-built result). Each takes ``PORT MODE``.
 * Modes: ``json`` = legacy stateful sessions with JSON responses; ``sse`` = legacy stateful sessions with SSE
   responses; ``modern`` = 2026-07-28 stateless requests (``_meta`` envelope + ``MCP-Protocol-Version``,
   ``Mcp-Method``, ``Mcp-Name`` headers) against each server's default response setting; ``modern-json`` and

@@ -60,7 +60,18 @@ from common import (
 from peers import ALL_PEERS, CORE_PEERS, setup_peers
 
 PHASES = ("stdio", "http", "startup", "growth", "client", "scale")
-MAIN_PACKAGES = ("mcp", "mcp-types", "pydantic", "uvicorn", "h11", "anyio", "orjson", "msgspec", "httpx")
+MAIN_PACKAGES = (
+    "mcp",
+    "mcp-types",
+    "pydantic",
+    "uvicorn",
+    "h11",
+    "httptools",
+    "anyio",
+    "orjson",
+    "msgspec",
+    "httpx",
+)
 PARTIAL_PATH = RESULTS_PATH.parent / "out" / "RESULTS.partial.md"  # runs of only some phases (git-ignored)
 HIGH_LOAD = 3.0  # 1-min load average above this on the 2-vCPU machine: say the numbers are suspect
 
