@@ -331,7 +331,9 @@ def _request_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
         for token in value.decode("latin-1").split(",")
     }
     drop = HOP_BY_HOP | named | {"content-length"}  # httpx sets the length of the body it sends
-    headers = [(k, v) for k, v in raw if k.lower().decode("latin-1") not in drop]
+    # Field values exclude leading and trailing whitespace (RFC 9110 5.5); some
+    # HTTP parsers hand it over anyway, and the upstream client refuses to send it.
+    headers = [(k, v.strip(b" \t")) for k, v in raw if k.lower().decode("latin-1") not in drop]
     client = scope.get("client")
     if client:
         headers.append((b"x-forwarded-for", str(client[0]).encode()))

@@ -418,3 +418,42 @@ async def test_delete_ends_the_session(live: LiveServer) -> None:
         assert get.status_code == 404
         again = await client.delete("/mcp", headers=legacy_headers(session_id))
         assert again.status_code == 404
+
+
+async def test_header_values_lose_surrounding_whitespace_whatever_the_parser(live: LiveServer) -> None:
+    """RFC 9110 5.5: OWS around a field value is not part of it (httptools keeps trailing spaces)."""
+    headers, message = modern_call(1, "echo", {"text": "ows"})
+    headers = {**headers, "mcp-name": "  echo  ", "mcp-method": "tools/call \t"}
+    body = json.dumps(message).encode()
+    all_headers = [
+        ("host", live.authority),
+        *headers.items(),
+        ("content-length", str(len(body))),
+    ]
+    async with raw_connection(live.port) as (reader, writer):
+        writer.write(raw_head("POST", "/mcp", all_headers) + body)
+        await writer.drain()
+        async with asyncio.timeout(5):
+            response = await read_response(reader)
+    assert response.status == 200, response.body
+    assert text_result(json.loads(response.body)) == "ows"
+
+
+async def test_a_session_id_with_trailing_whitespace_finds_its_session(live: LiveServer) -> None:
+    async with live.client() as client:
+        session = await open_session(client)
+    body = json.dumps(rpc(2, "ping")).encode()
+    all_headers = [
+        ("host", live.authority),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-session-id", session + "  "),
+        ("mcp-protocol-version", "2025-11-25 "),
+        ("content-length", str(len(body))),
+    ]
+    async with raw_connection(live.port) as (reader, writer):
+        writer.write(raw_head("POST", "/mcp", all_headers) + body)
+        await writer.drain()
+        async with asyncio.timeout(5):
+            response = await read_response(reader)
+    assert response.status == 200, response.body

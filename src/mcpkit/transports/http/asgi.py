@@ -37,11 +37,13 @@ def headers_of(scope: Scope) -> dict[str, str]:
 
     A repeated header is joined with ", " (RFC 9110 5.3), so a smuggled second
     ``Mcp-Method`` cannot hide behind the first: the joined value matches nothing.
+    Values lose surrounding whitespace (RFC 9110 5.5): not every HTTP parser
+    under the ASGI server strips it (httptools keeps trailing spaces).
     """
     out: dict[str, str] = {}
     for raw_name, raw_value in scope.get("headers", ()):
         name = raw_name.decode("latin-1")
-        value = raw_value.decode("latin-1")
+        value = raw_value.decode("latin-1").strip(" \t")
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
 
