@@ -50,6 +50,7 @@ from common import (
     package_version,
     proc_cpu_ticks,
     ratio,
+    report_head,
 )
 
 SECTION = "client_bench"
@@ -219,14 +220,9 @@ def summary(stats: dict[str, ClientStats], n: int) -> dict[str, dict[str, float 
 def render_report(
     stats: dict[str, ClientStats], n: int, reps: int, machine: list[str], title_level: str = "#"
 ) -> str:
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head("Client side: SDK client -> its own server over stdio", machine, title_level)
     add = lines.append
-    add(f"{h1} Client side: SDK client -> its own server over stdio")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"A fresh process per run: import the client, spawn the server through the client's stdio "
         f"transport, connect, `list_tools`, {WARMUP_CALLS} warm-up calls, then N={n:,} sequential "

@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -202,6 +202,30 @@ def write_section(name: str, body: str, path: Path = RESULTS_PATH) -> None:
     else:
         new = (text.rstrip("\n") + "\n\n" if text.strip() else "") + section
     path.write_text(new)
+
+
+def report_head(title: str, machine: Iterable[str], title_level: str = "#") -> list[str]:
+    """A report's first lines: ``title`` as a heading of ``title_level``, then the machine facts as a list."""
+    return [f"{title_level} {title}", "", *(f"- {item}" for item in machine), ""]
+
+
+def failures_and_notes(
+    h2: str, failures: Sequence[tuple[str, str]], notes: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The "Failures and notes" section of a report (no lines when there is neither): ``(what, text)``
+    pairs, each failure by its first line, each note once per ``what``."""
+    if not failures and not notes:
+        return []
+    lines = [f"{h2} Failures and notes", ""]
+    for what, failure in failures:
+        lines.append(f"- **{what} FAILED** {failure.splitlines()[0]}")
+    seen: set[tuple[str, str]] = set()
+    for what, note in notes:
+        if (what, note) not in seen:
+            seen.add((what, note))
+            lines.append(f"- {what}: {note}")
+    lines.append("")
+    return lines
 
 
 def versions_line(names: Iterable[str], versions: Mapping[str, str] | None = None) -> str:

@@ -42,6 +42,7 @@ from common import (
     machine_lines,
     mcpkit_source,
     proc_status_kib,
+    report_head,
 )
 from peers import HTTP_MODES, HTTP_SCRIPTS, peer_env, setup_peers, stdio_argv
 
@@ -229,14 +230,11 @@ def render_report(
     machine: list[str],
     title_level: str = "#",
 ) -> str:
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head(
+        f"Memory: RSS growth over {calls:,} `tools/call` requests per mode", machine, title_level
+    )
     add = lines.append
-    add(f"{h1} Memory: RSS growth over {calls:,} `tools/call` requests per mode")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"A fresh server process per mode; handshake, {WARMUP_CALLS:,} warm-up calls (HTTP: a 1 s wrk run), "
         f"baseline VmRSS, then {calls:,} calls (stdio: raw client, pipelined in batches of {PIPE_BATCH:,}; "

@@ -56,10 +56,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import httpx
 from common import (
@@ -70,6 +70,7 @@ from common import (
     TEXT,
     BenchFailure,
     McpkitSource,
+    failures_and_notes,
     fmt,
     load_average,
     machine_lines,
@@ -77,6 +78,7 @@ from common import (
     proc_cpu_ticks,
     proc_status_kib,
     ratio,
+    report_head,
     versions_line,
     write_section,
 )
@@ -93,6 +95,7 @@ WARMUP_CONNS = 16
 START_TIMEOUT_S = 30.0
 START_ATTEMPTS = 3
 STOP_TIMEOUT_S = 10.0
+R = TypeVar("R")
 HTTP_PEERS = tuple(p for p in ALL_PEERS if p in HTTP_SCRIPTS)
 assert TEXT == "hello, world"  # wrk_mcp_call.lua sends and checks the same text
 
@@ -417,23 +420,40 @@ def listens_on(pid: int, port: int) -> bool:
     return False
 
 
-class ServerProcess:
-    def __init__(self, spec: ServerSpec, mode: str, log: IO[bytes]) -> None:
-        self.spec = spec
-        self.mode = mode
+class LoggedServer:
+    """A server (process tree) on a free port of 127.0.0.1 whose output goes to ``log``.
+
+    Subclasses spawn it (``_start_once``: the start-up time in ms, BenchFailure when it does not come up)
+    and stop it (``stop``: the exit status, None if it had to be killed; safe to call again).
+    """
+
+    def __init__(self, log: IO[bytes]) -> None:
         self.log = log
         self.port = free_port()
-        self.url = f"http://{HOST}:{self.port}{PATH}"
         self.proc: subprocess.Popen[bytes] | None = None
         self.restarts = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}{PATH}"
 
     @property
     def pid(self) -> int:
         assert self.proc is not None
         return self.proc.pid
 
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _start_once(self) -> float:
+        raise NotImplementedError
+
+    def stop(self) -> int | None:
+        raise NotImplementedError
+
     def start(self) -> float:
-        """Spawn and wait until the port accepts connections; returns the start-up time in ms.
+        """Spawn and wait until it serves; returns the start-up time in ms.
 
         free_port() cannot reserve the port: when another process binds it first, the server exits with
         EADDRINUSE, and it is started again on a new port (up to START_ATTEMPTS times).
@@ -442,14 +462,33 @@ class ServerProcess:
             try:
                 return self._start_once()
             except BenchFailure:
+                self.stop()
                 if attempt == START_ATTEMPTS or "address already in use" not in self.output().lower():
                     raise
                 self.log.seek(0)
                 self.log.truncate()
                 self.port = free_port()
-                self.url = f"http://{HOST}:{self.port}{PATH}"
                 self.restarts += 1
         raise AssertionError("unreachable")
+
+    def output(self) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace").strip()
+
+    def log_tail(self, lines: int = 12) -> str:
+        text = self.output()
+        if not text:
+            return ""
+        tail = "\n".join(text.splitlines()[-lines:])
+        return f"\n--- server output (tail) ---\n{tail}"
+
+
+class ServerProcess(LoggedServer):
+    def __init__(self, spec: ServerSpec, mode: str, log: IO[bytes]) -> None:
+        super().__init__(log)
+        self.spec = spec
+        self.mode = mode
 
     def _start_once(self) -> float:
         t0 = time.perf_counter()
@@ -485,18 +524,6 @@ class ServerProcess:
                 proc.wait()
                 return None
         return proc.returncode
-
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace").strip()
-
-    def log_tail(self, lines: int = 12) -> str:
-        text = self.output()
-        if not text:
-            return ""
-        tail = "\n".join(text.splitlines()[-lines:])
-        return f"\n--- server output (tail) ---\n{tail}"
 
 
 # ----------------------------------------------------------------------------------------------- runs
@@ -536,6 +563,57 @@ def keep_log(name: str, text: str) -> Path:
     return path
 
 
+def run_phases(
+    server: LoggedServer,
+    client: httpx.Client,
+    cfg_conns: Sequence[int],
+    warmup_s: int,
+    duration_s: int,
+    rng: random.Random,
+    with_session: bool,
+    measure: Callable[[int, int, str | None], R],
+) -> tuple[dict[int, R], list[str]]:
+    """An untimed warm-up run (when ``warmup_s`` > 0), then one run per connection count in shuffled order,
+    each ``measure(conns, seconds, session)`` in a fresh session when ``with_session``. Returns the runs by
+    connection count and the failures; stops at the first failure that took the server down."""
+    order = list(cfg_conns)
+    rng.shuffle(order)
+    phases = [("warm-up", WARMUP_CONNS, warmup_s)] if warmup_s > 0 else []
+    phases += [("run", c, duration_s) for c in order]
+    runs: dict[int, R] = {}
+    failures: list[str] = []
+    for phase, conns, seconds in phases:
+        try:
+            session = open_session(client, server.url) if with_session else None
+            result = measure(conns, seconds, session)
+            if session is not None:
+                close_session(client, server.url, session)
+        except (BenchFailure, httpx.HTTPError) as exc:
+            alive = server.alive
+            failures.append(f"{phase} c={conns}: {exc}{'' if alive else server.log_tail()}")
+            if not alive:
+                break
+            continue
+        if phase == "run":
+            runs[conns] = result
+    return runs, failures
+
+
+def stop_notes(server: LoggedServer, rc: int | None, log_name: str) -> list[str]:
+    """Notes on a stopped server: an unexpected exit status, restarts, its output (kept as ``log_name``)."""
+    notes: list[str] = []
+    if rc not in (0, -signal.SIGTERM):  # plain uvicorn re-raises SIGTERM after a clean shutdown
+        notes.append(f"exit status after SIGTERM: {rc if rc is not None else 'killed after timeout'}")
+    if server.restarts:
+        notes.append(f"restarted {server.restarts}x on a new port (EADDRINUSE at start-up)")
+    output = server.output()
+    if output:
+        kept = keep_log(log_name, output)
+        first = output.splitlines()[0]
+        notes.append(f"server output: {len(output)} chars in `{kept}`, first line: {first[:120]!r}")
+    return notes
+
+
 def run_unit(
     wrk: str, spec: ServerSpec, mode: Mode, cfg: Settings, rng: random.Random, rep: int
 ) -> tuple[UnitResult | None, list[str]]:
@@ -543,47 +621,24 @@ def run_unit(
     with tempfile.TemporaryFile() as log, httpx.Client(timeout=10.0) as client:
         server = ServerProcess(spec, mode.name, log)
         failures: list[str] = []
-        runs: dict[int, WrkResult] = {}
-        notes: list[str] = []
+
+        def measure(conns: int, seconds: int, session: str | None) -> WrkResult:
+            return run_wrk(wrk, server.url, conns, seconds, mode.era, session, server.pid)
+
         try:
             start_ms = server.start()
             rss_start = proc_status_kib(server.pid)["VmRSS"]
-            phases: list[tuple[str, int, int]] = []
-            if cfg.warmup_s > 0:
-                phases.append(("warm-up", WARMUP_CONNS, cfg.warmup_s))
-            order = list(cfg.conns)
-            rng.shuffle(order)
-            phases += [("run", c, cfg.duration_s) for c in order]
-            for phase, conns, seconds in phases:
-                try:
-                    session = open_session(client, server.url) if mode.session else None
-                    result = run_wrk(wrk, server.url, conns, seconds, mode.era, session, server.pid)
-                    if session is not None:
-                        close_session(client, server.url, session)
-                except (BenchFailure, httpx.HTTPError) as exc:
-                    alive = server.proc is not None and server.proc.poll() is None
-                    failures.append(f"{phase} c={conns}: {exc}{'' if alive else server.log_tail()}")
-                    if not alive:
-                        break
-                    continue
-                if phase == "run":
-                    runs[conns] = result
-            hwm = proc_status_kib(server.pid)["VmHWM"] if server.proc and server.proc.poll() is None else 0
+            runs, failures = run_phases(
+                server, client, cfg.conns, cfg.warmup_s, cfg.duration_s, rng, mode.session, measure
+            )
+            hwm = proc_status_kib(server.pid)["VmHWM"] if server.alive else 0
         except BenchFailure as exc:
             server.stop()
             failures.append(f"{exc}{server.log_tail()}")
             return None, failures
         finally:
             rc = server.stop()
-        if rc not in (0, -signal.SIGTERM):  # plain uvicorn re-raises SIGTERM after a clean shutdown
-            notes.append(f"exit status after SIGTERM: {rc if rc is not None else 'killed after timeout'}")
-        if server.restarts:
-            notes.append(f"restarted {server.restarts}x on a new port (EADDRINUSE at start-up)")
-        output = server.output()
-        if output:
-            kept = keep_log(f"{spec.name}_{mode.name}_rep{rep}.log", output)
-            first = output.splitlines()[0]
-            notes.append(f"server output: {len(output)} chars in `{kept}`, first line: {first[:120]!r}")
+        notes = stop_notes(server, rc, f"{spec.name}_{mode.name}_rep{rep}.log")
         unit = UnitResult(start_ms, rss_start, hwm, runs, notes)
         return unit, failures
 
@@ -673,14 +728,9 @@ def render_report(
     names: Sequence[str],
     title_level: str = "#",
 ) -> str:
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head("HTTP: Streamable HTTP `tools/call` with wrk", machine, title_level)
     add = lines.append
-    add(f"{h1} HTTP: Streamable HTTP `tools/call` with wrk")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"wrk -t1, {cfg.duration_s} s per run after a {cfg.warmup_s} s warm-up run (c={WARMUP_CONNS}) "
         "per server process; every response checked by the Lua hook; (server, mode) processes interleaved "
@@ -811,19 +861,9 @@ def render_report(
         add(f"| {label} | {values[1]:,} | {values[16]:,} | {values[64]:,} |")
     add("")
 
-    failures = [(name, m, f) for (name, m), cell in stats.items() for f in cell.failures]
-    notes = [(name, m, n) for (name, m), cell in stats.items() for u in cell.units for n in u.notes]
-    if failures or notes:
-        add(f"{h2} Failures and notes")
-        add("")
-        for name, m, failure in failures:
-            add(f"- **{name} `{m}` FAILED** {failure.splitlines()[0]}")
-        seen: set[tuple[str, str, str]] = set()
-        for name, m, note in notes:
-            if (name, m, note) not in seen:
-                seen.add((name, m, note))
-                add(f"- {name} `{m}`: {note}")
-        add("")
+    failures = [(f"{name} `{m}`", f) for (name, m), cell in stats.items() for f in cell.failures]
+    notes = [(f"{name} `{m}`", n) for (name, m), cell in stats.items() for u in cell.units for n in u.notes]
+    lines += failures_and_notes(h2, failures, notes)
     return "\n".join(lines)
 
 
@@ -914,11 +954,17 @@ def config_line(cfg: Settings) -> str:
     )
 
 
-def failed(stats: dict[tuple[str, str], CellStats], cfg: Settings) -> bool:
-    return any(cell.failures for cell in stats.values()) or any(
-        not cell.units or any(c not in u.runs for u in cell.units for c in cfg.conns)
-        for cell in stats.values()
+def cells_failed(cells: Iterable[Any], conns: Sequence[int]) -> bool:
+    """Whether a cell (``failures``, ``units`` with ``runs`` by connection count) had a failure, no
+    successful unit, or a unit without a run at one of ``conns``."""
+    cells = list(cells)
+    return any(cell.failures for cell in cells) or any(
+        not cell.units or any(c not in u.runs for u in cell.units for c in conns) for cell in cells
     )
+
+
+def failed(stats: dict[tuple[str, str], CellStats], cfg: Settings) -> bool:
+    return cells_failed(stats.values(), cfg.conns)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,12 +62,14 @@ from common import (
     SERVERS_DIR,
     BenchFailure,
     McpkitSource,
+    failures_and_notes,
     finish,
     fmt,
     load_average,
     machine_lines,
     mcpkit_source,
     proc_cpu_ticks,
+    report_head,
     versions_line,
 )
 from http_bench import (
@@ -76,26 +78,25 @@ from http_bench import (
     MODERN_VERSION,
     PATH,
     WRK_TIMEOUT,
+    LoggedServer,
     WrkResult,
-    close_session,
+    cells_failed,
     ensure_wrk,
     free_port,
     jsonrpc_body,
-    keep_log,
     listens_on,
-    open_session,
+    run_phases,
     run_wrk,
     short,
+    stop_notes,
     wrk_version,
 )
 
 SECTION = "scale_bench"
 SERVER_SCRIPT = SERVERS_DIR / "mcpkit_http.py"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
-WARMUP_CONNS = 16
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 45.0
-START_ATTEMPTS = 3
 HIGH_LOAD = 3.0  # 1-min load average above this on the 2-vCPU machine: say the numbers are suspect
 
 #: Worker counts; 0 stands for "1 worker, no Redis" (in-memory sessions).
@@ -233,28 +234,16 @@ MODERN_HEADERS = {
 }
 
 
-class ScaleServer:
+class ScaleServer(LoggedServer):
     """``mcpkit run --workers N`` as a process tree: the supervisor and its workers."""
 
     def __init__(self, workers: int, redis_url: str, source: McpkitSource, log: IO[bytes]) -> None:
+        super().__init__(log)
         self.workers = workers
         self.redis_url = redis_url
         self.source = source
-        self.log = log
         self.prefix = f"mcpkit-scale-bench-{uuid.uuid4().hex[:12]}"
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
         self.worker_pids: list[int] = []
-        self.restarts = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://{HOST}:{self.port}{PATH}"
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
 
     def argv(self) -> list[str]:
         argv = [sys.executable, "-m", "mcpkit", "run", str(SERVER_SCRIPT), "--transport", "http"]
@@ -268,23 +257,8 @@ class ScaleServer:
         env.pop("MCPKIT_REDIS_URL", None)
         return env
 
-    def start(self) -> float:
-        """Spawn and wait until every worker serves; the start-up time in ms. A port taken by someone else
-        in the meantime (EADDRINUSE) means a new port and another try."""
-        for attempt in range(1, START_ATTEMPTS + 1):
-            try:
-                return self._start_once()
-            except BenchFailure:
-                self.stop()
-                if attempt == START_ATTEMPTS or "address already in use" not in self.output().lower():
-                    raise
-                self.log.seek(0)
-                self.log.truncate()
-                self.port = free_port()
-                self.restarts += 1
-        raise AssertionError("unreachable")
-
     def _start_once(self) -> float:
+        """Spawn and wait until every worker serves; the start-up time in ms."""
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
             self.argv(), stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=self.env(), cwd=ROOT
@@ -353,15 +327,6 @@ class ScaleServer:
                 delete_prefix(self.redis_url, self.prefix)
         return rc
 
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace").strip()
-
-    def log_tail(self, lines: int = 12) -> str:
-        text = self.output()
-        return f"\n--- server output (tail) ---\n{chr(10).join(text.splitlines()[-lines:])}" if text else ""
-
 
 # ------------------------------------------------------------------------------------------------ runs
 
@@ -425,45 +390,24 @@ def run_unit(
 ) -> tuple[Unit | None, list[str]]:
     era, with_session = MODES[mode]
     failures: list[str] = []
-    notes: list[str] = []
-    runs: dict[int, Run] = {}
     with tempfile.TemporaryFile() as log, httpx.Client(timeout=10.0) as client:
         server = ScaleServer(workers, cfg.redis_url, source, log)
+
+        def measure_one(conns: int, seconds: int, session: str | None) -> Run:
+            return measure(wrk, server, conns, seconds, era, session, cfg)
+
         try:
             start_ms = server.start()
-            order = list(cfg.conns)
-            rng.shuffle(order)
-            phases = [("warm-up", WARMUP_CONNS, cfg.warmup_s)] if cfg.warmup_s > 0 else []
-            phases += [("run", c, cfg.duration_s) for c in order]
-            for phase, conns, seconds in phases:
-                try:
-                    session = open_session(client, server.url) if with_session else None
-                    run = measure(wrk, server, conns, seconds, era, session, cfg)
-                    if session is not None:
-                        close_session(client, server.url, session)
-                except (BenchFailure, httpx.HTTPError) as exc:
-                    alive = server.proc is not None and server.proc.poll() is None
-                    failures.append(f"{phase} c={conns}: {exc}{'' if alive else server.log_tail()}")
-                    if not alive:
-                        break
-                    continue
-                if phase == "run":
-                    runs[conns] = run
+            runs, failures = run_phases(
+                server, client, cfg.conns, cfg.warmup_s, cfg.duration_s, rng, with_session, measure_one
+            )
         except BenchFailure as exc:
             failures.append(f"{exc}{server.log_tail()}")
             server.stop()
             return None, failures
         finally:
             rc = server.stop()
-        if rc not in (0, -signal.SIGTERM):
-            notes.append(f"exit status after SIGTERM: {rc if rc is not None else 'killed after timeout'}")
-        if server.restarts:
-            notes.append(f"restarted {server.restarts}x on a new port (EADDRINUSE at start-up)")
-        output = server.output()
-        if output:
-            kept = keep_log(f"scale_{workers_label(workers).split()[0]}_{mode}_rep{rep}.log", output)
-            first = output.splitlines()[0][:120]
-            notes.append(f"server output: {len(output)} chars in `{kept}`, first line: {first!r}")
+        notes = stop_notes(server, rc, f"scale_{workers_label(workers).split()[0]}_{mode}_rep{rep}.log")
         return Unit(start_ms, runs, notes), failures
 
 
@@ -524,14 +468,13 @@ def summary(cells: dict[tuple[int, str], Cell]) -> dict[tuple[int, str, int], fl
 def render_report(
     cells: dict[tuple[int, str], Cell], cfg: Settings, machine: list[str], title_level: str = "#"
 ) -> str:
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head(
+        "Scale-out: `mcpkit run --workers N --redis URL`, Streamable HTTP `tools/call` with wrk",
+        machine,
+        title_level,
+    )
     add = lines.append
-    add(f"{h1} Scale-out: `mcpkit run --workers N --redis URL`, Streamable HTTP `tools/call` with wrk")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"One port served by N worker processes (uvicorn's supervisor, shared socket) that share legacy "
         f"sessions on Redis; `1 (no Redis)` is one process with sessions in memory. wrk -t1, "
@@ -597,27 +540,15 @@ def render_report(
             per = " | ".join(" / ".join(fmt(r.wrk.rps) for r in cell.runs(c)) or "n/a" for c in cfg.conns)
             add(f"| `{mode}` | {workers_label(workers)} | {per} |")
     add("")
-    failures = [(w, m, f) for (w, m), cell in cells.items() for f in cell.failures]
-    notes = [(w, m, n) for (w, m), cell in cells.items() for u in cell.units for n in u.notes]
-    if failures or notes:
-        add(f"{h2} Failures and notes")
-        add("")
-        for w, m, failure in failures:
-            add(f"- **workers {workers_label(w)} `{m}` FAILED** {failure.splitlines()[0]}")
-        seen: set[tuple[int, str, str]] = set()
-        for w, m, note in notes:
-            if (w, m, note) not in seen:
-                seen.add((w, m, note))
-                add(f"- workers {workers_label(w)} `{m}`: {note}")
-        add("")
+    what = {(w, m): f"workers {workers_label(w)} `{m}`" for w, m in cells}
+    failures = [(what[key], f) for key, cell in cells.items() for f in cell.failures]
+    notes = [(what[key], n) for key, cell in cells.items() for u in cell.units for n in u.notes]
+    lines += failures_and_notes(h2, failures, notes)
     return "\n".join(lines)
 
 
 def failed(cells: dict[tuple[int, str], Cell], cfg: Settings) -> bool:
-    return any(cell.failures for cell in cells.values()) or any(
-        not cell.units or any(c not in u.runs for u in cell.units for c in cfg.conns)
-        for cell in cells.values()
-    )
+    return cells_failed(cells.values(), cfg.conns)
 
 
 def config_line(cfg: Settings) -> str:

@@ -44,6 +44,7 @@ from common import (
     median,
     proc_status_kib,
     ratio,
+    report_head,
 )
 from peers import ALL_PEERS, CORE_PEERS, interpreter, peer_env, setup_peers, stdio_argv
 
@@ -319,14 +320,9 @@ def summary(stats: StartupStats) -> dict[str, dict[str, float | None]]:
 def render_report(
     stats: StartupStats, peers: Sequence[str], reps: int, machine: list[str], title_level: str = "#"
 ) -> str:
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head("Start-up: import time, cold start, idle RSS", machine, title_level)
     add = lines.append
-    add(f"{h1} Start-up: import time, cold start, idle RSS")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"Fresh processes, imports and cold starts interleaved in shuffled order, {reps} repetitions, "
         "medians. Cold start = spawn -> `initialize` answer over blocking pipes; idle RSS = VmRSS after "

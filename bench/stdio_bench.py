@@ -49,6 +49,7 @@ from common import (
     TEXT,
     BenchFailure,
     McpkitSource,
+    failures_and_notes,
     fmt,
     load_average,
     machine_lines,
@@ -57,6 +58,7 @@ from common import (
     proc_cpu_ticks,
     proc_status_kib,
     ratio,
+    report_head,
     write_section,
 )
 from peers import ALL_PEERS, CORE_PEERS, peer_env, setup_peers, stdio_argv
@@ -519,14 +521,9 @@ def render_report(
     warmup_s: float = WARMUP_S,
 ) -> str:
     names = [name for name in PEER_ORDER if name in stats]
-    h1, h2 = title_level, title_level + "#"
-    lines: list[str] = []
+    h2 = title_level + "#"
+    lines = report_head("stdio: `tools/call` over pipes, raw client", machine, title_level)
     add = lines.append
-    add(f"{h1} stdio: `tools/call` over pipes, raw client")
-    add("")
-    for item in machine:
-        add(f"- {item}")
-    add("")
     add(
         f"Raw orjson client, newline-delimited JSON-RPC over pipes; N={n:,} calls per phase after "
         f"a warm-up of {warmup:,} sequential calls or {warmup_s:g} s, whichever comes first (V8 needs a "
@@ -610,20 +607,9 @@ def render_report(
         )
     add("")
 
-    notes = [(name, r.notes) for name in names for r in stats[name].runs if r.notes]
     failures = [(name, f) for name in names for f in stats[name].failures]
-    if notes or failures:
-        add(f"{h2} Failures and notes")
-        add("")
-        for name, failure in failures:
-            add(f"- **{name} FAILED** {failure.splitlines()[0]}")
-        seen: set[tuple[str, str]] = set()
-        for name, run_notes in notes:
-            for note in run_notes:
-                if (name, note) not in seen:
-                    seen.add((name, note))
-                    add(f"- {name}: {note}")
-        add("")
+    notes = [(name, note) for name in names for r in stats[name].runs for note in r.notes]
+    lines += failures_and_notes(h2, failures, notes)
     return "\n".join(lines)
 
 

@@ -207,6 +207,18 @@ def cleanup_redis(prefix: str) -> None:
         client.delete(*keys)
 
 
+@contextlib.contextmanager
+def serve_on_redis(*args: str) -> Iterator[Served]:
+    """``serve(*args, "--redis", REDIS_URL)`` under a key prefix of its own, deleted afterwards."""
+    require_redis()
+    prefix = redis_prefix()
+    try:
+        with serve(*args, "--redis", REDIS_URL, env={"MCPKIT_REDIS_PREFIX": prefix}) as served:
+            yield served
+    finally:
+        cleanup_redis(prefix)
+
+
 # -- the tests ------------------------------------------------------------------------------------------
 
 
@@ -254,39 +266,31 @@ def mrtr_round_trip(url: str) -> tuple[int, int]:
     return asked_by, int(second["content"][0]["text"])
 
 
+def assert_retries_cross_workers(url: str) -> None:
+    """MRTR round trips (4 at a time) until 3 retries landed on another worker than their first round."""
+    crossed = 0
+    deadline = time.monotonic() + 30
+    with ThreadPoolExecutor(4) as pool:
+        while crossed < 3 and time.monotonic() < deadline:
+            pairs = list(pool.map(lambda _: mrtr_round_trip(url), range(8)))
+            crossed += sum(1 for a, b in pairs if a != b)
+    assert crossed >= 3, "no retry landed on the other worker within 30 s"
+
+
 @pytest.mark.timeout(90)
 def test_request_state_verifies_on_every_worker() -> None:
     """No MCPKIT_STATE_SECRET given: the supervisor makes one, so a retry may land on the other worker."""
     with serve(str(PID_SERVER), "--workers", "2", "--stateless") as served:
-        crossed = 0
-        deadline = time.monotonic() + 30
-        with ThreadPoolExecutor(4) as pool:
-            while crossed < 3 and time.monotonic() < deadline:
-                pairs = list(pool.map(lambda _: mrtr_round_trip(served.url), range(8)))
-                crossed += sum(1 for a, b in pairs if a != b)
-        assert crossed >= 3, "no retry landed on the other worker within 30 s"
+        assert_retries_cross_workers(served.url)
         assert served.stop() == 0, served.output()
 
 
 @pytest.mark.timeout(90)
 def test_request_state_verifies_on_every_worker_with_redis() -> None:
     """With Redis and no MCPKIT_STATE_SECRET, the workers agree on the secret through Redis."""
-    require_redis()
-    prefix = redis_prefix()
-    try:
-        with serve(
-            str(PID_SERVER), "--workers", "2", "--redis", REDIS_URL, env={"MCPKIT_REDIS_PREFIX": prefix}
-        ) as served:
-            crossed = 0
-            deadline = time.monotonic() + 30
-            with ThreadPoolExecutor(4) as pool:
-                while crossed < 3 and time.monotonic() < deadline:
-                    pairs = list(pool.map(lambda _: mrtr_round_trip(served.url), range(8)))
-                    crossed += sum(1 for a, b in pairs if a != b)
-            assert crossed >= 3, "no retry landed on the other worker within 30 s"
-            assert served.stop() == 0, served.output()
-    finally:
-        cleanup_redis(prefix)
+    with serve_on_redis(str(PID_SERVER), "--workers", "2") as served:
+        assert_retries_cross_workers(served.url)
+        assert served.stop() == 0, served.output()
 
 
 @pytest.mark.timeout(90)
@@ -334,23 +338,11 @@ def test_a_dead_worker_is_replaced() -> None:
 
 @pytest.mark.timeout(90)
 def test_workers_with_redis() -> None:
-    require_redis()
-    prefix = redis_prefix()
-    try:
-        with serve(
-            str(PID_SERVER),
-            "--workers",
-            "2",
-            "--redis",
-            REDIS_URL,
-            env={"MCPKIT_REDIS_PREFIX": prefix},
-        ) as served:
-            workers = served.children()
-            assert len(workers) == 2
-            assert pids_answering(served.url, 2) == workers
-            assert served.stop() == 0, served.output()
-    finally:
-        cleanup_redis(prefix)
+    with serve_on_redis(str(PID_SERVER), "--workers", "2") as served:
+        workers = served.children()
+        assert len(workers) == 2
+        assert pids_answering(served.url, 2) == workers
+        assert served.stop() == 0, served.output()
 
 
 def legacy_post(url: str, body: dict[str, Any], session: str | None = None) -> httpx.Response:
@@ -374,38 +366,29 @@ def legacy_result(resp: httpx.Response) -> dict[str, Any]:
 
 @pytest.mark.timeout(90)
 def test_a_legacy_session_is_served_by_every_worker_with_redis() -> None:
-    require_redis()
-    prefix = redis_prefix()
-    try:
-        with serve(
-            str(PID_SERVER), "--workers", "2", "--redis", REDIS_URL, env={"MCPKIT_REDIS_PREFIX": prefix}
-        ) as served:
-            init = {
-                "protocolVersion": LEGACY,
-                "capabilities": {},
-                "clientInfo": {"name": "workers-test", "version": "0"},
-            }
-            resp = legacy_post(
-                served.url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}
-            )
-            assert legacy_result(resp)["protocolVersion"] == LEGACY
-            session = resp.headers["mcp-session-id"]
-            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            assert legacy_post(served.url, note, session).status_code == 202
-            seen: set[int] = set()
-            deadline = time.monotonic() + 30
-            call = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "tools/call",
-                "params": {"name": "pid", "arguments": {}},
-            }
-            while len(seen) < 2 and time.monotonic() < deadline:
-                seen.add(int(legacy_result(legacy_post(served.url, call, session))["content"][0]["text"]))
-            assert seen == served.children(), seen
-            assert served.stop() == 0, served.output()
-    finally:
-        cleanup_redis(prefix)
+    with serve_on_redis(str(PID_SERVER), "--workers", "2") as served:
+        init = {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "workers-test", "version": "0"},
+        }
+        resp = legacy_post(served.url, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        assert legacy_result(resp)["protocolVersion"] == LEGACY
+        session = resp.headers["mcp-session-id"]
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert legacy_post(served.url, note, session).status_code == 202
+        seen: set[int] = set()
+        deadline = time.monotonic() + 30
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "pid", "arguments": {}},
+        }
+        while len(seen) < 2 and time.monotonic() < deadline:
+            seen.add(int(legacy_result(legacy_post(served.url, call, session))["content"][0]["text"]))
+        assert seen == served.children(), seen
+        assert served.stop() == 0, served.output()
 
 
 def _run_cli(*args: str, env: dict[str, str] | None = None) -> Result:

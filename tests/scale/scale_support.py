@@ -25,6 +25,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -402,6 +403,26 @@ async def open_session(client: httpx.AsyncClient, capabilities: dict[str, Any] |
     return session_id
 
 
+async def cluster_with_session(
+    start_cluster: StartClusterT, n: int = 2, capabilities: dict[str, Any] | None = None
+) -> tuple[Cluster, httpx.AsyncClient, str]:
+    """``n`` workers, a client on their proxy and a legacy session opened through it."""
+    c = await start_cluster(n)
+    client = c.client()
+    session = await open_session(client, capabilities)
+    return c, client, session
+
+
+def stream_call(
+    client: httpx.AsyncClient, session: str, request_id: int | str, tool: str, arguments: dict[str, Any]
+) -> AbstractAsyncContextManager[httpx.Response]:
+    """A legacy ``tools/call`` in ``session``, its response read as it comes:
+    ``async with stream_call(...) as response``."""
+    return client.stream(
+        "POST", "/mcp", json=legacy_call(request_id, tool, arguments), headers=legacy_headers(session)
+    )
+
+
 async def call(
     client: httpx.AsyncClient,
     session: str,
@@ -476,6 +497,16 @@ async def read_events(
 
 def is_final(message: dict[str, Any]) -> bool:
     return "id" in message and ("result" in message or "error" in message)
+
+
+def ticks(got: Collected) -> list[int]:
+    """The ``tick`` of every notifications/message collected (the ``ticker`` tools log one per step)."""
+    return [m["params"]["data"]["tick"] for m in got.messages() if m.get("method") == "notifications/message"]
+
+
+def finals(got: Collected) -> list[dict[str, Any]]:
+    """The JSON-RPC responses (results and errors) collected."""
+    return [m for m in got.messages() if is_final(m)]
 
 
 def get_headers(session: str, last_event_id: str | None = None) -> dict[str, str]:

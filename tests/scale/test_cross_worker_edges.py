@@ -15,30 +15,25 @@ from scale_support import (
     Collected,
     StartClusterT,
     call,
+    cluster_with_session,
     final,
     get_headers,
     is_final,
     iter_sse,
-    legacy_call,
     legacy_headers,
-    open_session,
     read_events,
     rpc,
+    stream_call,
+    ticks,
 )
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def ticks(got: Collected) -> list[int]:
-    return [m["params"]["data"]["tick"] for m in got.messages() if m.get("method") == "notifications/message"]
-
-
 async def test_one_get_stream_per_session_across_workers(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     c.route_next_to(0)
     async with client.stream("GET", "/mcp", headers=get_headers(session)) as first:
         assert first.status_code == 200
@@ -61,9 +56,7 @@ async def test_a_dead_workers_get_stream_does_not_block_a_new_one(
 ) -> None:
     """The GET stream's holder is SIGKILLed; a fresh GET (no Last-Event-ID) on a
     survivor is refused only while the dead worker's heartbeat still looks current."""
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     opened = asyncio.Event()
 
     async def hold() -> None:
@@ -98,18 +91,11 @@ async def test_a_dead_workers_get_stream_does_not_block_a_new_one(
 async def test_a_call_whose_worker_died_ends_with_an_error_on_resume(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got, primed = Collected(), []
     c.route_next_to(0)
     with contextlib.suppress(httpx.HTTPError):
-        async with client.stream(
-            "POST",
-            "/mcp",
-            json=legacy_call(5, "ticker", {"n": 1000, "delay": 0.05}),
-            headers=legacy_headers(session),
-        ) as response:
+        async with stream_call(client, session, 5, "ticker", {"n": 1000, "delay": 0.05}) as response:
             assert response.status_code == 200
             events = iter_sse(response)
             async with asyncio.timeout(10):
@@ -133,17 +119,10 @@ async def test_a_call_whose_worker_died_ends_with_an_error_on_resume(
 async def test_a_cancellation_sent_through_another_worker(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got = Collected()
     c.route_next_to(0)
-    async with client.stream(
-        "POST",
-        "/mcp",
-        json=legacy_call(6, "ticker", {"n": 200, "delay": 0.05}),
-        headers=legacy_headers(session),
-    ) as response:
+    async with stream_call(client, session, 6, "ticker", {"n": 200, "delay": 0.05}) as response:
         assert response.status_code == 200
         events = iter_sse(response)
         async with asyncio.timeout(10):
@@ -169,9 +148,7 @@ async def test_a_cancellation_sent_through_another_worker(
 async def test_delete_ends_the_get_stream_held_by_another_worker(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     c.route_next_to(0)
     async with client.stream("GET", "/mcp", headers=get_headers(session)) as stream:
         assert stream.status_code == 200
@@ -194,9 +171,7 @@ async def test_delete_ends_the_get_stream_held_by_another_worker(
 
 
 async def test_resuming_with_an_unknown_event_id(start_cluster: StartClusterT, shared_redis: str) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     for worker, bogus in ((0, "nosuchstream_3"), (1, "garbage"), (0, f"{'x' * 40}_1-0")):
         c.route_next_to(worker)
         response = await client.get("/mcp", headers=get_headers(session, bogus))
@@ -206,17 +181,10 @@ async def test_resuming_with_an_unknown_event_id(start_cluster: StartClusterT, s
 async def test_a_request_id_in_flight_on_one_worker_is_refused_by_another(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got = Collected()
     c.route_next_to(0)
-    async with client.stream(
-        "POST",
-        "/mcp",
-        json=legacy_call(9, "ticker", {"n": 20, "delay": 0.05}),
-        headers=legacy_headers(session),
-    ) as response:
+    async with stream_call(client, session, 9, "ticker", {"n": 20, "delay": 0.05}) as response:
         events = iter_sse(response)
         async with asyncio.timeout(10):
             await read_events(events, got, count=1)

@@ -15,11 +15,11 @@ from scale_support import (
     Collected,
     StartClusterT,
     call,
+    cluster_with_session,
     get_headers,
     iter_sse,
     modern_listen,
     modern_tool_call,
-    open_session,
     read_events,
     tool_text,
 )
@@ -85,9 +85,7 @@ async def test_modern_listen_hears_changes_made_on_another_worker(
 async def test_legacy_get_stream_hears_list_changes_made_on_another_worker(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got = Collected()
     c.route_next_to(0)
     get_entry = c.mark()
@@ -113,9 +111,7 @@ async def test_legacy_subscription_updates_reach_the_get_stream(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
     """Subscribed on worker 0, GET stream on worker 1, updates raised on worker 2."""
-    c = await start_cluster(3)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster, 3)
     c.route_next_to(0)
     subscribed = await call(client, session, 1, "resources/subscribe", {"uri": "mem://counter"})
     assert subscribed.status_code == 200, subscribed.text

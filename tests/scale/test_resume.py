@@ -9,7 +9,6 @@ event exactly once, then the result.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import httpx
 import pytest
@@ -17,29 +16,18 @@ from scale_support import (
     Cluster,
     Collected,
     StartClusterT,
+    cluster_with_session,
+    finals,
     get_headers,
     is_final,
-    legacy_call,
-    legacy_headers,
-    open_session,
     read_events,
+    stream_call,
     text_result,
+    ticks,
     unique,
 )
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def ticks(collected: Collected) -> list[int]:
-    return [
-        m["params"]["data"]["tick"]
-        for m in collected.messages()
-        if m.get("method") == "notifications/message"
-    ]
-
-
-def finals(collected: Collected) -> list[dict[str, Any]]:
-    return [m for m in collected.messages() if is_final(m)]
 
 
 async def resume_until_final(
@@ -64,15 +52,36 @@ async def resume_until_final(
     raise AssertionError(f"no result after 5 resumptions; got {got.messages()}")
 
 
+async def resume_on_worker_1_to_the_end(
+    c: Cluster,
+    client: httpx.AsyncClient,
+    session: str,
+    got: Collected,
+    primed: list[str],
+    *,
+    request_id: int,
+    n: int,
+) -> None:
+    """After a ticker call of ``n`` ticks cut off on worker 0: resuming starts on worker 1 and brings
+    every tick once, each event with an id of its own, then the result."""
+    served = await resume_until_final(c, client, session, got, primed, avoid=0)
+    assert served[0] == 1, served
+
+    assert ticks(got) == list(range(n)), got.messages()
+    (result,) = finals(got)
+    assert result["id"] == request_id and text_result(result) == f"ticked {n}"
+    assert all(event_id for event_id in got.ids()), got.ids()
+    assert unique(got.ids()), got.ids()
+
+
 async def test_sse_polling_resumes_on_another_worker(start_cluster: StartClusterT, shared_redis: str) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got, primed = Collected(), []
     c.route_next_to(0)
     mark = c.mark()
-    call = legacy_call(7, "poll_ticker", {"n": 8, "delay": 0.1, "close_after": 3})
-    async with client.stream("POST", "/mcp", json=call, headers=legacy_headers(session)) as response:
+    async with stream_call(
+        client, session, 7, "poll_ticker", {"n": 8, "delay": 0.1, "close_after": 3}
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         async with asyncio.timeout(10):
@@ -81,26 +90,16 @@ async def test_sse_polling_resumes_on_another_worker(start_cluster: StartCluster
     assert ticks(got) == [0, 1, 2], got.messages()  # closed before tick 3
     assert not finals(got)
 
-    served = await resume_until_final(c, client, session, got, primed, avoid=0)
-    assert served[0] == 1, served
-
-    assert ticks(got) == list(range(8)), got.messages()
-    (result,) = finals(got)
-    assert result["id"] == 7 and text_result(result) == "ticked 8"
-    assert all(event_id for event_id in got.ids()), got.ids()
-    assert unique(got.ids()), got.ids()
+    await resume_on_worker_1_to_the_end(c, client, session, got, primed, request_id=7, n=8)
 
 
 async def test_a_client_that_drops_the_post_stream_resumes_elsewhere(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got, primed = Collected(), []
     c.route_next_to(0)
-    call = legacy_call(8, "ticker", {"n": 10, "delay": 0.1})
-    async with client.stream("POST", "/mcp", json=call, headers=legacy_headers(session)) as response:
+    async with stream_call(client, session, 8, "ticker", {"n": 10, "delay": 0.1}) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         async with asyncio.timeout(10):
@@ -110,26 +109,16 @@ async def test_a_client_that_drops_the_post_stream_resumes_elsewhere(
     assert ticks(got) == [0, 1, 2]
     await asyncio.sleep(0.35)
 
-    served = await resume_until_final(c, client, session, got, primed, avoid=0)
-    assert served[0] == 1, served
-
-    assert ticks(got) == list(range(10)), got.messages()
-    (result,) = finals(got)
-    assert result["id"] == 8 and text_result(result) == "ticked 10"
-    assert all(event_id for event_id in got.ids()), got.ids()
-    assert unique(got.ids()), got.ids()
+    await resume_on_worker_1_to_the_end(c, client, session, got, primed, request_id=8, n=10)
 
 
 async def test_resuming_after_the_result_replays_only_what_was_missed(
     start_cluster: StartClusterT, shared_redis: str
 ) -> None:
     """Cut off early, resumed only after the handler finished: everything missed, result included."""
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client)
+    c, client, session = await cluster_with_session(start_cluster)
     got, primed = Collected(), []
-    call = legacy_call(9, "ticker", {"n": 5, "delay": 0.05})
-    async with client.stream("POST", "/mcp", json=call, headers=legacy_headers(session)) as response:
+    async with stream_call(client, session, 9, "ticker", {"n": 5, "delay": 0.05}) as response:
         assert response.status_code == 200
         async with asyncio.timeout(10):
             await read_events(response, got, count=1, primed=primed)

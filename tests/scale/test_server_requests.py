@@ -14,12 +14,12 @@ import pytest
 from scale_support import (
     Collected,
     StartClusterT,
+    cluster_with_session,
     is_final,
     iter_sse,
-    legacy_call,
     legacy_headers,
-    open_session,
     read_events,
+    stream_call,
     text_result,
 )
 
@@ -33,15 +33,11 @@ async def ask_and_answer(
 ) -> tuple[str, dict[str, Any]]:
     """Call ``tool`` on worker 0, answer its request (of ``method``) through worker 1;
     returns the tool's text and the server's request."""
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client, CAPABILITIES)
+    c, client, session = await cluster_with_session(start_cluster, capabilities=CAPABILITIES)
     got = Collected()
     c.route_next_to(0)
     call_entry = c.mark()
-    async with client.stream(
-        "POST", "/mcp", json=legacy_call(42, tool, arguments), headers=legacy_headers(session)
-    ) as response:
+    async with stream_call(client, session, 42, tool, arguments) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = iter_sse(response)
@@ -89,14 +85,10 @@ async def test_sampling_answered_through_another_worker(
 
 async def test_an_error_answer_reaches_the_tool(start_cluster: StartClusterT, shared_redis: str) -> None:
     """A JSON-RPC error from the client, relayed the same way, fails the tool (not a hang)."""
-    c = await start_cluster(2)
-    client = c.client()
-    session = await open_session(client, CAPABILITIES)
+    c, client, session = await cluster_with_session(start_cluster, capabilities=CAPABILITIES)
     got = Collected()
     c.route_next_to(0)
-    async with client.stream(
-        "POST", "/mcp", json=legacy_call(43, "ask_name", {}), headers=legacy_headers(session)
-    ) as response:
+    async with stream_call(client, session, 43, "ask_name", {}) as response:
         events = iter_sse(response)
         async with asyncio.timeout(10):
             await read_events(events, got, until=lambda m: m.get("method") == "elicitation/create")
