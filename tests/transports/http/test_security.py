@@ -23,6 +23,7 @@ import pytest
 from http_support import (
     ACCEPT_BOTH,
     LiveServer,
+    RawResponse,
     StartLive,
     asgi_request,
     final_of,
@@ -126,12 +127,28 @@ async def status_of(client: httpx.AsyncClient, target: Target, **extra: str) -> 
 
 async def raw_status(live: LiveServer, target: Target, headers: list[tuple[str, str]], version: str) -> int:
     """Send ``target`` on a raw socket with exactly ``headers`` (no Host unless listed)."""
-    all_headers = [*target.headers.items(), *headers, ("content-length", str(len(target.body)))]
+    return (
+        await raw_send(
+            live, target.method, target.path, [*target.headers.items(), *headers], target.body, version
+        )
+    ).status
+
+
+async def raw_send(
+    live: LiveServer,
+    method: str,
+    path: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    version: str = "HTTP/1.1",
+) -> RawResponse:
+    """One request on a raw socket, headers exactly as given (plus Content-Length)."""
+    all_headers = [*headers, ("content-length", str(len(body)))]
     async with raw_connection(live.port) as (reader, writer):
-        writer.write(raw_head(target.method, target.path, all_headers, version) + target.body)
+        writer.write(raw_head(method, path, all_headers, version) + body)
         await writer.drain()
         async with asyncio.timeout(5):
-            return (await read_response(reader)).status
+            return await read_response(reader)
 
 
 # -- DNS rebinding: Host and Origin on every route ---------------------------------------------
@@ -425,16 +442,7 @@ async def test_header_values_lose_surrounding_whitespace_whatever_the_parser(liv
     headers, message = modern_call(1, "echo", {"text": "ows"})
     headers = {**headers, "mcp-name": "  echo  ", "mcp-method": "tools/call \t"}
     body = json.dumps(message).encode()
-    all_headers = [
-        ("host", live.authority),
-        *headers.items(),
-        ("content-length", str(len(body))),
-    ]
-    async with raw_connection(live.port) as (reader, writer):
-        writer.write(raw_head("POST", "/mcp", all_headers) + body)
-        await writer.drain()
-        async with asyncio.timeout(5):
-            response = await read_response(reader)
+    response = await raw_send(live, "POST", "/mcp", [("host", live.authority), *headers.items()], body)
     assert response.status == 200, response.body
     assert text_result(json.loads(response.body)) == "ows"
 
@@ -442,18 +450,12 @@ async def test_header_values_lose_surrounding_whitespace_whatever_the_parser(liv
 async def test_a_session_id_with_trailing_whitespace_finds_its_session(live: LiveServer) -> None:
     async with live.client() as client:
         session = await open_session(client)
-    body = json.dumps(rpc(2, "ping")).encode()
-    all_headers = [
+    headers = [
         ("host", live.authority),
         ("content-type", "application/json"),
         ("accept", "application/json, text/event-stream"),
         ("mcp-session-id", session + "  "),
         ("mcp-protocol-version", "2025-11-25 "),
-        ("content-length", str(len(body))),
     ]
-    async with raw_connection(live.port) as (reader, writer):
-        writer.write(raw_head("POST", "/mcp", all_headers) + body)
-        await writer.drain()
-        async with asyncio.timeout(5):
-            response = await read_response(reader)
+    response = await raw_send(live, "POST", "/mcp", headers, json.dumps(rpc(2, "ping")).encode())
     assert response.status == 200, response.body
