@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from inspector_helpers import RunningInspector
 
+from mcpkit.inspector._api import ApiError, parse_connect, spec_from_target
 from mcpkit.inspector._events import EventHub
-from mcpkit.inspector._session import ApiError, parse_connect, spec_from_target
 from mcpkit.inspector._templates import expand, variables
 from mcpkit.inspector._traffic import MAX_KEPT_BYTES, RecordingChannel, TrafficRecorder
 from mcpkit.protocol.framing import Oversized

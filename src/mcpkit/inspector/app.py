@@ -30,7 +30,8 @@ import msgspec
 
 from ..protocol.http import LOOPBACK_HOSTS, OriginPolicy
 from ..transports.http.asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body
-from ._session import ApiError, InspectorSession, parse_connect
+from ._api import ApiError, parse_connect
+from ._session import InspectorSession
 
 __all__ = ["CONTENT_SECURITY_POLICY", "InspectorApp"]
 

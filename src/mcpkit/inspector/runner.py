@@ -14,8 +14,9 @@ import webbrowser
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ._api import PROTOCOL_CHOICES, spec_from_target
 from ._events import EventHub
-from ._session import PROTOCOL_CHOICES, InspectorSession, spec_from_target
+from ._session import InspectorSession
 from .app import InspectorApp
 
 __all__ = ["Inspector", "main", "run_inspector"]
