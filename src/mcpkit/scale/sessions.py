@@ -19,12 +19,16 @@ a change) and takes Redis-assigned ids.
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import time
 from typing import Any
 
 import msgspec
+from redis.exceptions import NoScriptError
 
 from .backend import RedisBackend
+from .errors import RedisUnavailable
 
 __all__ = ["STANDALONE", "Event", "RedisSessions", "SessionRecord"]
 
@@ -92,9 +96,12 @@ class RedisSessions:
         self.ttl = max(1, int(ttl))
         self.history = max(1, history)
         self.live = backend.key("live")
-        # One script call instead of a five-command pipeline: the per-request cost
-        # of a shared session is mostly redis-py packing commands and parsing replies.
-        self._fetch = backend.client.register_script(_FETCH)
+        # One script call instead of a five-command pipeline, and the calls of
+        # concurrent requests sent together: the per-request cost of a shared
+        # session is mostly redis-py's per-command machinery, not Redis.
+        self._fetch_sha = hashlib.sha1(_FETCH.encode()).hexdigest()
+        self._fetches: list[tuple[list[str], tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._flushing: set[asyncio.Task[None]] = set()
 
     def _rec(self, sid: str) -> str:
         return self.backend.key("s", sid)
@@ -129,7 +136,11 @@ class RedisSessions:
         if claim is not None:
             keys.append(self._claim(sid, claim))
         args = (self.ttl, time.time() + self.ttl, sid, self.backend.worker_id)
-        flat, claimed_flag = await self.backend.call(self._fetch(keys=keys, args=args))
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if not self._fetches:
+            asyncio.get_running_loop().call_soon(self._flush_fetches)
+        self._fetches.append((keys, args, fut))
+        flat, claimed_flag = await fut
         fields: dict[bytes, bytes] = dict(zip(flat[::2], flat[1::2], strict=True))
         claimed = claim is None or bool(claimed_flag)
         raw = fields.get(b"r")
@@ -142,6 +153,38 @@ class RedisSessions:
         level = fields.get(b"l")
         record.log_level = level.decode() if level else None
         return record, claimed
+
+    def _flush_fetches(self) -> None:
+        batch, self._fetches = self._fetches, []
+        task = asyncio.ensure_future(self._run_fetches(batch))
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    async def _run_fetches(self, batch: list[tuple[list[str], tuple[Any, ...], asyncio.Future[Any]]]) -> None:
+        """The fetches made during one turn of the loop, in one pipeline (one round trip)."""
+        client = self.backend.client
+        try:
+            for attempt in range(2):
+                pipe = client.pipeline(transaction=False)
+                for keys, args, _ in batch:
+                    pipe.evalsha(self._fetch_sha, len(keys), *keys, *args)
+                replies: list[Any] = await self.backend.call(pipe.execute(raise_on_error=False))
+                if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                    await self.backend.call(client.script_load(_FETCH))  # Redis restarted
+                    continue
+                break
+        except RedisUnavailable as exc:
+            for _, _, fut in batch:
+                if not fut.done():
+                    fut.set_exception(exc)
+            return
+        for (_, _, fut), reply in zip(batch, replies, strict=True):
+            if fut.done():
+                continue
+            if isinstance(reply, Exception):
+                fut.set_exception(RedisUnavailable(f"Redis refused the session read: {reply}"))
+            else:
+                fut.set_result(reply)
 
     def _claim(self, sid: str, request_id: int | str) -> str:
         return self.backend.key("rid", sid, _encode(request_id).decode())

@@ -439,3 +439,18 @@ async def test_a_slow_redis_pushes_back_with_503_and_loses_no_event(tmp_path: An
             )
             assert again.status_code == 200
             await admin.aclose()
+
+
+async def test_sessions_are_read_again_after_redis_forgets_its_scripts(tmp_path: Any) -> None:
+    """A restarted Redis has no scripts loaded (NOSCRIPT): the session read loads it again."""
+    async with private_redis(tmp_path) as url:
+        settings = HTTPSettings(redis_url=url)
+        async with serve(StreamableHTTPApp(make_server(), settings)) as live, live.client() as client:
+            sid = await open_session(client)
+            assert (await post(client, sid, legacy_call(2, "echo", {"text": "a"}))).status_code == 200
+            admin = aioredis.Redis.from_url(url)
+            await admin.script_flush()
+            await admin.aclose()
+            again = await post(client, sid, legacy_call(3, "echo", {"text": "b"}))
+            assert again.status_code == 200, again.text
+            assert result_text(again.json()) == "b"
