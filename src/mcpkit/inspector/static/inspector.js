@@ -376,16 +376,21 @@
     );
   }
 
-  async function loadTools() {
-    showError("tools-error", null);
-    $("tools-changed").hidden = true;
+  // One list from the server (tools, prompts): its items, or none with the error shown.
+  async function fetchList(kind) {
+    showError(`${kind}-error`, null);
+    $(`${kind}-changed`).hidden = true;
     try {
-      const res = await api("tools/list", {});
-      state.tools = Array.isArray(res.tools) ? res.tools : [];
+      const res = await api(`${kind}/list`, {});
+      return Array.isArray(res[kind]) ? res[kind] : [];
     } catch (e) {
-      state.tools = [];
-      showError("tools-error", e);
+      showError(`${kind}-error`, e);
+      return [];
     }
+  }
+
+  async function loadTools() {
+    state.tools = await fetchList("tools");
     renderTools();
   }
 
@@ -863,15 +868,7 @@
   // ---------------------------------------------------------------- prompts
 
   async function loadPrompts() {
-    showError("prompts-error", null);
-    $("prompts-changed").hidden = true;
-    try {
-      const res = await api("prompts/list", {});
-      state.prompts = Array.isArray(res.prompts) ? res.prompts : [];
-    } catch (e) {
-      state.prompts = [];
-      showError("prompts-error", e);
-    }
+    state.prompts = await fetchList("prompts");
     const ul = clear($("prompts-list"));
     $("prompts-count").textContent = state.prompts.length ? String(state.prompts.length) : "";
     for (const p of state.prompts) ul.appendChild(listItem(str(p.name), str(p.description), false, () => showPrompt(p), str(p.name)));
