@@ -17,6 +17,7 @@ import httpx
 import pytest
 import uvicorn
 
+from mcpkit.testing._uvicorn import bound_port, start_server, stop_server
 from mcpkit.testing.proxy import RoundRobinProxy
 
 pytestmark = pytest.mark.timeout(30)
@@ -87,25 +88,11 @@ class Backend:
 @contextlib.asynccontextmanager
 async def serve(app: Any) -> AsyncIterator[str]:
     config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve())
+    server, task = await start_server(config)
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{bound_port(server)}"
     finally:
-        server.should_exit = True
-        try:
-            async with asyncio.timeout(5):
-                await task
-        except TimeoutError:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        await stop_server(server, task, timeout=5)
 
 
 @contextlib.asynccontextmanager

@@ -27,26 +27,15 @@ async def serve_http(server: MCPServer, **settings: Any) -> AsyncIterator[str]:
     A real uvicorn server on a real socket, in this event loop, stopped on exit.
     Keyword arguments are :class:`~mcpkit.transports.http.HTTPSettings` fields.
     """
-    import asyncio
-    import socket
-
     import uvicorn
 
     from ..transports.http.app import HTTPSettings, StreamableHTTPApp
+    from ._uvicorn import bound_port, start_server, stop_server
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     app = StreamableHTTPApp(server, HTTPSettings(**settings))
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    runner = uvicorn.Server(config)
-    task = asyncio.ensure_future(runner.serve())
-    while not runner.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+    runner, task = await start_server(config)
     try:
-        yield f"http://127.0.0.1:{port}{app.settings.path}"
+        yield f"http://127.0.0.1:{bound_port(runner)}{app.settings.path}"
     finally:
-        runner.should_exit = True
-        await task
+        await stop_server(runner, task)

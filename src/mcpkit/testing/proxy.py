@@ -43,6 +43,8 @@ from typing import Any
 
 import httpx
 
+from ._uvicorn import bound_port, start_server, stop_server
+
 __all__ = ["ProxiedRequest", "RoundRobinProxy"]
 
 Scope = MutableMapping[str, Any]
@@ -168,15 +170,8 @@ class RoundRobinProxy:
             date_header=False,
             timeout_graceful_shutdown=2,
         )
-        self._server = server = uvicorn.Server(config)
-        self._task = task = asyncio.ensure_future(server.serve())
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("the proxy stopped before it started")
-                await asyncio.sleep(0.01)
-        self.port = server.servers[0].sockets[0].getsockname()[1]
+        self._server, self._task = await start_server(config)
+        self.port = bound_port(self._server)
 
     async def serve_forever(self) -> None:
         """Wait while the proxy serves: until SIGINT/SIGTERM (uvicorn's handlers) stop it."""
@@ -188,15 +183,7 @@ class RoundRobinProxy:
         self._closing.set()
         server, task = self._server, self._task
         if server is not None and task is not None:
-            server.should_exit = True
-            try:
-                async with asyncio.timeout(10):
-                    await task
-            except TimeoutError:
-                server.force_exit = True
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await stop_server(server, task)
         if self._client is not None:
             await self._client.aclose()
         self._server = self._task = self._client = None

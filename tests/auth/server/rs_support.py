@@ -25,6 +25,8 @@ import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
+from mcpkit.testing._uvicorn import bound_port, start_server, stop_server
+
 ISSUER = "https://as.example.test"
 RESOURCE = "https://mcp.example.test/mcp"
 MODERN = "2026-07-28"
@@ -214,19 +216,11 @@ async def _reply(send: Any, status: int, document: Any) -> None:
 async def serve_asgi(app: Callable[..., Awaitable[None]]) -> AsyncIterator[str]:
     """Run ``app`` with uvicorn on a free loopback port; yields its base URL."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    server, task = await start_server(config)
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{bound_port(server)}"
     finally:
-        server.should_exit = True
-        await task
+        await stop_server(server, task)
 
 
 # -- raw MCP requests -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import httpx
 import uvicorn
 
 from mcpkit import MCPServer
+from mcpkit.testing._uvicorn import bound_port, start_server, stop_server
 from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
 
 LEGACY = "2025-11-25"
@@ -87,27 +88,11 @@ async def serve(app: StreamableHTTPApp) -> AsyncIterator[LiveServer]:
         access_log=False,
         timeout_graceful_shutdown=1,
     )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
+    server, task = await start_server(config)
     try:
-        async with asyncio.timeout(10):
-            while not server.started:
-                if task.done():
-                    task.result()
-                    raise RuntimeError("uvicorn stopped before it started")
-                await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield LiveServer(app, port, server)
+        yield LiveServer(app, bound_port(server), server)
     finally:
-        server.should_exit = True
-        try:
-            async with asyncio.timeout(10):
-                await task
-        except TimeoutError:
-            server.force_exit = True
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await stop_server(server, task)
 
 
 #: The ``start_live`` fixture: ``await start_live(app=None, server=None, **settings)``.
