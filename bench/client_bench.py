@@ -42,6 +42,7 @@ from common import (
     TEXT,
     BenchFailure,
     McpkitSource,
+    add_run_options,
     finish,
     fmt,
     load_average,
@@ -291,9 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=None, help="calls per phase (default 1000; smoke 100)")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 5; smoke 1)")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=None, help="default: all")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument("--live-source", action="store_true", help="import mcpkit as installed")
+    add_run_options(parser)
     args = parser.parse_args(argv)
     n = args.n or (100 if args.smoke else 1000)
     if args.child:

@@ -7,6 +7,7 @@ and imports this module as ``common``.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import importlib.metadata
@@ -243,3 +244,14 @@ def finish(report: str, failed: bool, *, write: bool, section: str, label: str) 
         write_section(section, report)
         print(f"\nwrote the {label} section of {RESULTS_PATH}", file=sys.stderr)
     return 0
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, install: bool = False) -> None:
+    """The options every phase script takes: --seed, --no-write, --live-source (and --no-install)."""
+    parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
+    if install:
+        parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
+    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
+    parser.add_argument(
+        "--live-source", action="store_true", help="import mcpkit as installed, not from a snapshot of src/"
+    )

@@ -36,6 +36,7 @@ import stdio_bench
 from common import (
     BenchFailure,
     McpkitSource,
+    add_run_options,
     finish,
     fmt,
     load_average,
@@ -284,9 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=None, help=f"calls per mode (default {DEFAULT_CALLS:,})")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=None, help="modes (default: all)")
     parser.add_argument("--peers", nargs="+", default=None, help="servers (default: mcpkit)")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument("--live-source", action="store_true", help="import mcpkit as installed")
+    add_run_options(parser)
     args = parser.parse_args(argv)
     calls = args.calls or (2_000 if args.smoke else DEFAULT_CALLS)
     modes = tuple(args.modes or MODES)

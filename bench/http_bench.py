@@ -70,6 +70,7 @@ from common import (
     TEXT,
     BenchFailure,
     McpkitSource,
+    add_run_options,
     failures_and_notes,
     fmt,
     load_average,
@@ -914,7 +915,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         default=None,
         help=f"modes (default: {' '.join(DEFAULT_MODES)})",
     )
-    parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
+    add_run_options(parser, install=True)
     parser.add_argument(
         "--peers",
         "--only",
@@ -922,13 +923,6 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         action="extend",
         choices=HTTP_PEERS,
         help="servers to run (default: all; smoke: mcpkit official floor-py)",
-    )
-    parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
-    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument(
-        "--live-source",
-        action="store_true",
-        help="import mcpkit as installed, not from a copy of src/mcpkit taken at the start",
     )
     args = parser.parse_args(argv)
     smoke = args.smoke

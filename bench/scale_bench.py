@@ -62,6 +62,7 @@ from common import (
     SERVERS_DIR,
     BenchFailure,
     McpkitSource,
+    add_run_options,
     failures_and_notes,
     finish,
     fmt,
@@ -618,14 +619,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, help="warm-up seconds per process tree (2; smoke 1)")
     p.add_argument("--reps", type=int, help="repetitions (3; smoke 1)")
     p.add_argument("--conns", type=int, nargs="+", help="connection counts (64; smoke 16)")
-    p.add_argument("--seed", type=int)
+    add_run_options(p)
     p.add_argument(
         "--redis-url",
         default=os.environ.get("MCPKIT_BENCH_REDIS_URL"),
         help=f"default {DEFAULT_REDIS_URL}, else a private redis-server when nothing answers there",
     )
-    p.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    p.add_argument("--live-source", action="store_true", help="import mcpkit as installed (no snapshot)")
     a = p.parse_args(argv)
     if (a.duration is not None and a.duration < 1) or (a.reps is not None and a.reps < 1):
         p.error("--duration and --reps must be >= 1")

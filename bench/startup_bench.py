@@ -36,6 +36,7 @@ from common import (
     SERVERS_DIR,
     BenchFailure,
     McpkitSource,
+    add_run_options,
     finish,
     fmt,
     load_average,
@@ -394,10 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="mcpkit/official/floor-py, 1 rep, no writing")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7; smoke 1)")
     parser.add_argument("--peers", nargs="+", action="extend", choices=ALL_PEERS, help="peers (default: all)")
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
-    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument("--live-source", action="store_true", help="import mcpkit as installed")
+    add_run_options(parser, install=True)
     args = parser.parse_args(argv)
     reps = args.reps or (1 if args.smoke else 7)
     seed = args.seed if args.seed is not None else random.randrange(2**32)

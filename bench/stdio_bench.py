@@ -49,6 +49,7 @@ from common import (
     TEXT,
     BenchFailure,
     McpkitSource,
+    add_run_options,
     failures_and_notes,
     fmt,
     load_average,
@@ -642,7 +643,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         default=None,
         help=f"warm-up seconds at most ({WARMUP_S:g}; smoke 0)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: random)")
+    add_run_options(parser, install=True)
     parser.add_argument(
         "--peers",
         "--only",
@@ -650,11 +651,6 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         action="extend",
         choices=ALL_PEERS,
         help="servers to run (default: all; smoke: mcpkit official floor-py)",
-    )
-    parser.add_argument("--no-install", action="store_true", help="do not install missing peers")
-    parser.add_argument("--no-write", action="store_true", help="do not write bench/RESULTS.md")
-    parser.add_argument(
-        "--live-source", action="store_true", help="import mcpkit as installed, not from a snapshot of src/"
     )
     args = parser.parse_args(argv)
     n = args.n if args.n is not None else (100 if args.smoke else 2000)
