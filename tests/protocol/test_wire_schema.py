@@ -1,7 +1,7 @@
 """What a server sends validates against every revision's schema.
 
 Representative results are built once with the mcpkit types and shaped for each
-revision the way :class:`mcpkit.server.connection.ServerConnection` does:
+revision the way :class:`mcpkit.server.dispatcher.ServerDispatcher` does:
 :func:`mcpkit.protocol.wire.downgrade` before 2025-11-25, plain
 ``msgspec.to_builtins`` from 2025-11-25 on, plus ``resultType``, the server's
 ``_meta`` identity and the cache hints in 2026-07-28. The JSON-RPC response is
@@ -243,7 +243,7 @@ def server_output(name: str, version: ProtocolVersion) -> Any:
     if name == "InitializeResult":
         result.protocol_version = version.value
     if version.is_modern:
-        # ServerConnection._finish for modern requests.
+        # ServerDispatcher._finish for modern requests.
         result.result_type = "complete"
         result.meta = {SERVER_INFO: msgspec.to_builtins(SERVER)}
         if hasattr(result, "ttl_ms"):

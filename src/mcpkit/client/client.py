@@ -20,7 +20,7 @@ from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCP
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
-from ..session.engine import ProgressCallback, Session
+from ..session.engine import Engine, ProgressCallback
 from .dispatch import (
     ClientHandlers,
     ElicitationHandler,
@@ -121,7 +121,7 @@ class Client:
         #: Wraps every channel the client opens (recording, tracing, fault injection).
         self._channel_wrapper = channel_wrapper
         self._transport = transport
-        self._session: Session | None = None
+        self._session: Engine | None = None
         self._listens = 0
         self._reader: asyncio.Task[None] | None = None
         self._server_task: asyncio.Task[None] | None = None
@@ -155,7 +155,7 @@ class Client:
         channel = await self._open_channel()
         if self._channel_wrapper is not None:
             channel = self._channel_wrapper(channel)
-        self._session = Session(channel, self.handlers, request_timeout=self.timeout)
+        self._session = Engine(channel, self.handlers, request_timeout=self.timeout)
         self._reader = asyncio.create_task(self._session.run())
 
     async def _open_channel(self) -> Channel:
@@ -255,7 +255,7 @@ class Client:
             self._reader.cancel()
         if self._channel_wrapper is not None:
             channel = self._channel_wrapper(channel)
-        self._session = Session(channel, self.handlers, request_timeout=self.timeout)
+        self._session = Engine(channel, self.handlers, request_timeout=self.timeout)
         self._reader = asyncio.create_task(self._session.run())
 
     async def _discover(self, version: ProtocolVersion, *, probe: bool) -> bool:

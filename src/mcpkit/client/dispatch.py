@@ -13,7 +13,7 @@ import msgspec
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
 from ..protocol.jsonrpc import Notification, Request, decode_raw
-from ..session.engine import Session
+from ..session.engine import Engine
 
 __all__ = [
     "ClientHandlers",
@@ -81,7 +81,7 @@ class ClientHandlers:
     def batches_allowed(self) -> bool:
         return False
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    async def handle_request(self, session: Engine, request: Request) -> Any:
         if request.method == "ping":
             return {}
         return await self.answer(request.method, request.params or b"{}")
@@ -104,7 +104,7 @@ class ClientHandlers:
         value = await _maybe_await(roots()) if callable(roots) else roots
         return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
 
-    async def handle_notification(self, session: Session, notification: Notification) -> None:
+    async def handle_notification(self, session: Engine, notification: Notification) -> None:
         params = decode_raw(notification.params) or {}
         if notification.method == "notifications/subscriptions/acknowledged":
             sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")

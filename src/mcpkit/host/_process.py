@@ -44,7 +44,7 @@ class WatchedChannel:
         return batch
 
     def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
-        """Push mode (what :class:`Session` uses): the end of output is seen before the session's."""
+        """Push mode (what the engine uses): the end of output is seen before the engine's."""
 
         def receive(batch: list[bytes | Oversized] | None) -> None:
             if batch is None:

@@ -30,7 +30,7 @@ from redis.exceptions import NoScriptError
 from .backend import RedisBackend
 from .errors import RedisUnavailable
 
-__all__ = ["STANDALONE", "Event", "RedisSessions", "SessionRecord"]
+__all__ = ["STANDALONE", "Event", "RedisSessionStore", "SessionRecord"]
 
 #: The stream id of a session's standalone (GET) stream.
 STANDALONE = "g"
@@ -88,7 +88,7 @@ return {fields, claimed}
 """
 
 
-class RedisSessions:
+class RedisSessionStore:
     """Session records and event logs of one deployment (see the module docs for keys)."""
 
     def __init__(self, backend: RedisBackend, ttl: float, history: int) -> None:

@@ -16,10 +16,10 @@ from ..protocol import types as t
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.channel import Channel
-from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Session
+from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .bus import ChangeEvent, LocalBus, NotificationBus
-from .connection import ServerConnection
 from .context import Context
+from .dispatcher import ServerDispatcher
 from .mrtr import RequestStateCodec
 from .prompts import PromptRegistry
 from .resources import ResourceRegistry
@@ -380,7 +380,7 @@ class MCPServer:
         stateless: bool = False,
         changes: bool | None = None,
         ids: Iterator[int | str] | None = None,
-    ) -> Session:
+    ) -> Engine:
         """Attach a new connection over ``channel``; run it with ``await session.run()``.
 
         ``stateless`` connections serve single requests (modern HTTP): they get no
@@ -390,8 +390,8 @@ class MCPServer:
         """
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        conn = ServerConnection(self, changes=(not stateless) if changes is None else changes)
-        session = Session(
+        conn = ServerDispatcher(self, changes=(not stateless) if changes is None else changes)
+        session = Engine(
             channel,
             conn,
             max_in_flight=self.max_in_flight,

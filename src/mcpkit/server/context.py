@@ -16,7 +16,7 @@ from .auth import Principal
 from .mrtr import InputRequired, RoundTrip
 
 if TYPE_CHECKING:
-    from .connection import ServerConnection
+    from .dispatcher import ServerDispatcher
 
 __all__ = ["Context", "Elicit", "InputRequest", "ListRoots", "Sample"]
 
@@ -39,7 +39,7 @@ class Context:
 
     def __init__(
         self,
-        conn: ServerConnection,
+        conn: ServerDispatcher,
         scope: RequestScope,
         request_id: int | str,
         trip: RoundTrip | None = None,

@@ -30,7 +30,7 @@ from ..protocol.framing import Oversized
 from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from .channel import Channel
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "ProgressCallback", "Session", "SessionClosed"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "ProgressCallback", "SessionClosed"]
 
 logger = logging.getLogger("mcpkit.session")
 
@@ -55,16 +55,16 @@ class SessionClosed(ConnectionError):
 class Dispatcher(Protocol):
     """What a session does with inbound messages."""
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    async def handle_request(self, session: Engine, request: Request) -> Any:
         """Return the result (any encodable value) or raise :class:`MCPError`."""
 
-    async def handle_notification(self, session: Session, notification: Notification) -> None: ...
+    async def handle_notification(self, session: Engine, notification: Notification) -> None: ...
 
     def batches_allowed(self) -> bool:
         """Whether a JSON array of messages is acceptable right now (2025-03-26 only)."""
 
 
-class Session:
+class Engine:
     """One JSON-RPC connection; run it with :meth:`run`."""
 
     def __init__(
@@ -98,7 +98,7 @@ class Session:
         self._input_done = asyncio.Event()
         #: Called once when the session closes.
         self.on_close: list[Callable[[], None]] = []
-        # Optional synchronous fast path (see ServerConnection.answer_now).
+        # Optional synchronous fast path (see ServerDispatcher.answer_now).
         self._answer_now: Callable[[Request], Any] | None = getattr(dispatcher, "answer_now", None)
 
     # -- running -------------------------------------------------------------
@@ -463,7 +463,7 @@ def _expire(fut: asyncio.Future[Any]) -> None:
         fut.set_exception(TimeoutError())
 
 
-def _call_progress(session: Session, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
+def _call_progress(session: Engine, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
     # Called in arrival order; an async callback's body is scheduled in that order too.
     try:
         out = cb(

@@ -18,8 +18,8 @@ from .settings import HTTPSettings
 from .streams import ResponseStream, StreamItem, pump_sse
 
 if TYPE_CHECKING:
-    from ...session.engine import Session
-    from .sessions import HTTPSession
+    from ...session.engine import Engine
+    from .sessions import LegacyHTTPSession
 
 __all__ = ["SingleChannel", "answer", "fail", "json_answer", "jsonrpc_error"]
 
@@ -50,7 +50,7 @@ class SingleChannel:
 async def answer(
     settings: HTTPSettings,
     stream: ResponseStream,
-    engine: Session,
+    engine: Engine,
     request_id: int | str,
     receive: Receive,
     send: Send,
@@ -58,7 +58,7 @@ async def answer(
     sse_ok: bool,
     *,
     modern: bool,
-    session: HTTPSession | None = None,
+    session: LegacyHTTPSession | None = None,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Send the request's answer as JSON when it is ready first, else as SSE."""
@@ -106,7 +106,7 @@ async def answer(
 
 async def _first(
     stream: ResponseStream,
-    engine: Session,
+    engine: Engine,
     request_id: int | str,
     receive: Receive,
     modern: bool,

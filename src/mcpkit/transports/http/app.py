@@ -34,13 +34,13 @@ from .answer import SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
 from .lifetime import Lifetime
 from .principal import current_principal
-from .sessions import HTTPSession, new_session_id
+from .sessions import LegacyHTTPSession, new_session_id
 from .settings import HTTPSettings
 from .streams import ResponseStream, pump_sse
 
 if TYPE_CHECKING:
     from ...server.app import MCPServer
-    from .shared import SharedSessions
+    from .shared import SharedSessionStore
 
 __all__ = ["HTTPSettings", "StreamableHTTPApp"]
 
@@ -85,11 +85,11 @@ class StreamableHTTPApp(Lifetime):
 
         self.legacy_sse = LegacySSE(self) if settings.sse_path else None
         #: Sessions, streams and changes shared with other workers (Redis), or None.
-        self.shared: SharedSessions | None = None
+        self.shared: SharedSessionStore | None = None
         if settings.redis_url:
-            from .shared import SharedSessions
+            from .shared import SharedSessionStore
 
-            self.shared = SharedSessions(self, settings.redis_url, settings.redis_prefix)
+            self.shared = SharedSessionStore(self, settings.redis_url, settings.redis_prefix)
 
     # -- ASGI ----------------------------------------------------------------
 
@@ -164,7 +164,7 @@ class StreamableHTTPApp(Lifetime):
 
     # -- authorization -------------------------------------------------------
 
-    async def _session_for(self, session_id: str) -> HTTPSession | None:
+    async def _session_for(self, session_id: str) -> LegacyHTTPSession | None:
         """The session, if it exists and belongs to this caller.
 
         A session created by one principal is invisible to every other: the
@@ -172,7 +172,9 @@ class StreamableHTTPApp(Lifetime):
         """
         return (await self._claim_in(session_id, None))[0]
 
-    async def _claim_in(self, session_id: str, claim: int | str | None) -> tuple[HTTPSession | None, bool]:
+    async def _claim_in(
+        self, session_id: str, claim: int | str | None
+    ) -> tuple[LegacyHTTPSession | None, bool]:
         """:meth:`_session_for`, also claiming request id ``claim`` across workers."""
         claimed = True
         if self.shared is not None:
@@ -350,7 +352,7 @@ class StreamableHTTPApp(Lifetime):
             if self.shared is not None:
                 session = self.shared.new_session(new_session_id(), owner)
             else:
-                session = HTTPSession(
+                session = LegacyHTTPSession(
                     self.server,
                     new_session_id(),
                     self.settings.stream_queue_limit,
@@ -531,7 +533,7 @@ class StreamableHTTPApp(Lifetime):
             session.touch()
 
     async def _stream_out(
-        self, send: Send, receive: Receive, session: HTTPSession, stream: ResponseStream
+        self, send: Send, receive: Receive, session: LegacyHTTPSession, stream: ResponseStream
     ) -> None:
         await pump_sse(
             send,

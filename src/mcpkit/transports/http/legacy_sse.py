@@ -14,7 +14,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST, ProtocolError
 from .asgi import HTTPFailure, Receive, Scope, Send, read_body, respond
 from .principal import current_principal as _principal
-from .sessions import HTTPSession, new_session_id
+from .sessions import LegacyHTTPSession, new_session_id
 from .streams import pump_sse
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ __all__ = ["LegacySSE"]
 class LegacySSE:
     def __init__(self, app: StreamableHTTPApp) -> None:
         self.app = app
-        self.sessions: dict[str, HTTPSession] = {}
+        self.sessions: dict[str, LegacyHTTPSession] = {}
 
     async def route(
         self, path: str, method: str, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -58,7 +58,7 @@ class LegacySSE:
         if len(self.sessions) + len(self.app.sessions) >= settings.max_sessions:
             raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
         principal = _principal.get()
-        session = HTTPSession(
+        session = LegacyHTTPSession(
             self.app.server,
             new_session_id(),
             settings.stream_queue_limit,

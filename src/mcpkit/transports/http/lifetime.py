@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from .legacy_sse import LegacySSE
     from .sessions import SessionStore
     from .settings import HTTPSettings
-    from .shared import SharedSessions
+    from .shared import SharedSessionStore
 
 __all__ = ["Lifetime"]
 
@@ -25,7 +25,7 @@ class Lifetime:
     server: MCPServer
     settings: HTTPSettings
     sessions: SessionStore
-    shared: SharedSessions | None
+    shared: SharedSessionStore | None
     legacy_sse: LegacySSE | None
     draining: bool
     in_flight: int

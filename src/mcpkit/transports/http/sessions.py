@@ -1,6 +1,6 @@
 """Legacy (2025-03-26 … 2025-11-25) Streamable HTTP sessions.
 
-A :class:`HTTPSession` is one client's connection: a server dispatcher and
+A :class:`LegacyHTTPSession` is one client's connection: a server dispatcher and
 session engine whose channel routes every outbound message to the stream of
 the request it belongs to, or to the standalone GET stream.
 """
@@ -17,10 +17,10 @@ from .streams import ResponseStream
 
 if TYPE_CHECKING:
     from ...server.app import MCPServer
-    from ...server.connection import ServerConnection
-    from ...session.engine import Session
+    from ...server.dispatcher import ServerDispatcher
+    from ...session.engine import Engine
 
-__all__ = ["HTTPSession", "InMemorySessionStore", "SessionStore", "new_session_id"]
+__all__ = ["InMemorySessionStore", "LegacyHTTPSession", "SessionStore", "new_session_id"]
 
 
 def new_session_id() -> str:
@@ -36,7 +36,7 @@ class RoutingChannel:
     GET is connected.
     """
 
-    def __init__(self, owner: HTTPSession) -> None:
+    def __init__(self, owner: LegacyHTTPSession) -> None:
         self.owner = owner
 
     async def read(self) -> list[bytes | Oversized] | None:
@@ -64,7 +64,7 @@ class RoutingChannel:
         self.owner.standalone.close()
 
 
-class HTTPSession:
+class LegacyHTTPSession:
     """One legacy client session."""
 
     def __init__(
@@ -99,11 +99,11 @@ class HTTPSession:
         if shared is not None:
             # Changes reach shared sessions through their event log (written once,
             # where the change happened), not through a bus subscription per copy.
-            self.engine: Session = server.connect(self.channel, changes=False, ids=shared.request_ids())
+            self.engine: Engine = server.connect(self.channel, changes=False, ids=shared.request_ids())
             shared.attach(self)
         else:
             self.engine = server.connect(self.channel)
-        self.conn: ServerConnection = self.engine.dispatcher  # type: ignore[assignment]
+        self.conn: ServerDispatcher = self.engine.dispatcher  # type: ignore[assignment]
         self.conn.stream_closer = self.close_request_stream
 
     #: Resumable streams kept per session; the oldest abandoned ones go first.
@@ -161,42 +161,42 @@ class SharedHooks(Protocol):
     def request_ids(self) -> Iterator[int | str]:
         """Ids for requests to the client that tell which worker awaits the answer."""
 
-    def attach(self, session: HTTPSession) -> None:
+    def attach(self, session: LegacyHTTPSession) -> None:
         """Route the standalone stream to the shared log."""
 
-    def persist(self, session: HTTPSession, stream: ResponseStream) -> None:
+    def persist(self, session: LegacyHTTPSession, stream: ResponseStream) -> None:
         """Record a request stream in the shared log (it is answered as SSE)."""
 
 
 class SessionStore(Protocol):
     """Where live sessions are kept; a shared store lets any worker find any session."""
 
-    def get(self, session_id: str) -> HTTPSession | None: ...
+    def get(self, session_id: str) -> LegacyHTTPSession | None: ...
 
-    def add(self, session: HTTPSession) -> None: ...
+    def add(self, session: LegacyHTTPSession) -> None: ...
 
-    def remove(self, session_id: str) -> HTTPSession | None: ...
+    def remove(self, session_id: str) -> LegacyHTTPSession | None: ...
 
     def __len__(self) -> int: ...
 
-    def __iter__(self) -> Iterator[HTTPSession]: ...
+    def __iter__(self) -> Iterator[LegacyHTTPSession]: ...
 
 
 class InMemorySessionStore:
     def __init__(self) -> None:
-        self._sessions: dict[str, HTTPSession] = {}
+        self._sessions: dict[str, LegacyHTTPSession] = {}
 
-    def get(self, session_id: str) -> HTTPSession | None:
+    def get(self, session_id: str) -> LegacyHTTPSession | None:
         return self._sessions.get(session_id)
 
-    def add(self, session: HTTPSession) -> None:
+    def add(self, session: LegacyHTTPSession) -> None:
         self._sessions[session.id] = session
 
-    def remove(self, session_id: str) -> HTTPSession | None:
+    def remove(self, session_id: str) -> LegacyHTTPSession | None:
         return self._sessions.pop(session_id, None)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def __iter__(self) -> Iterator[HTTPSession]:
+    def __iter__(self) -> Iterator[LegacyHTTPSession]:
         return iter(list(self._sessions.values()))

@@ -38,17 +38,17 @@ from ...protocol.versions import parse_version
 from ...scale.backend import RedisBackend
 from ...scale.bus import RedisBus
 from ...scale.errors import RedisUnavailable
-from ...scale.sessions import STANDALONE, Event, RedisSessions, SessionRecord
+from ...scale.sessions import STANDALONE, Event, RedisSessionStore, SessionRecord
 from ...server.bus import ChangeEvent, LocalBus
 from ...server.mrtr import RequestStateCodec
 from .asgi import HTTPFailure, Receive, Send
-from .sessions import HTTPSession
+from .sessions import LegacyHTTPSession
 from .streams import SSE_HEADERS, ResponseStream, StreamItem, sse_event
 
 if TYPE_CHECKING:
     from .app import StreamableHTTPApp
 
-__all__ = ["SharedSessions"]
+__all__ = ["SharedSessionStore"]
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -73,7 +73,7 @@ _decode_relay = msgspec.json.Decoder(_Relay).decode
 _uri = msgspec.json.Decoder(dict[str, Any])
 
 
-class SharedSessions:
+class SharedSessionStore:
     """The Redis side of a :class:`StreamableHTTPApp` (one per worker)."""
 
     stateful = STATEFUL
@@ -84,7 +84,7 @@ class SharedSessions:
         self.backend = backend = RedisBackend(
             url, prefix, timeout=settings.redis_timeout, max_backlog=settings.redis_max_backlog
         )
-        self.store = RedisSessions(backend, settings.session_idle_timeout, settings.replay_events)
+        self.store = RedisSessionStore(backend, settings.session_idle_timeout, settings.replay_events)
         self.worker_id = backend.worker_id
         self.stream_prefix = backend.worker_id
         server = app.server
@@ -146,9 +146,9 @@ class SharedSessions:
 
     # -- sessions ---------------------------------------------------------------------
 
-    def new_session(self, session_id: str, principal: str | None) -> HTTPSession:
+    def new_session(self, session_id: str, principal: str | None) -> LegacyHTTPSession:
         settings = self.app.settings
-        return HTTPSession(
+        return LegacyHTTPSession(
             self.app.server,
             session_id,
             settings.stream_queue_limit,
@@ -157,7 +157,9 @@ class SharedSessions:
             shared=self,
         )
 
-    async def find(self, session_id: str, claim: int | str | None = None) -> tuple[HTTPSession | None, bool]:
+    async def find(
+        self, session_id: str, claim: int | str | None = None
+    ) -> tuple[LegacyHTTPSession | None, bool]:
         """The session, from this worker's copies or rebuilt from its record; and,
         given a request id to ``claim``, whether it is free on every worker."""
         record, claimed = await self.store.fetch(session_id, claim)
@@ -180,7 +182,7 @@ class SharedSessions:
         local.conn.lifecycle.log_level = record.log_level
         return local, claimed
 
-    def release_when_done(self, session: HTTPSession, request_id: int | str) -> None:
+    def release_when_done(self, session: LegacyHTTPSession, request_id: int | str) -> None:
         """Free the claim on ``request_id`` once its handler has finished."""
         task = session.engine._in_flight.get(request_id)
         if task is None:  # answered already (inline) or refused
@@ -189,7 +191,7 @@ class SharedSessions:
             sid, store = session.id, self.store
             task.add_done_callback(lambda _: store.release(sid, request_id))
 
-    async def commit(self, session: HTTPSession, request: Request, stream: ResponseStream) -> None:
+    async def commit(self, session: LegacyHTTPSession, request: Request, stream: ResponseStream) -> None:
         """Commit what a stateful request changed, before its answer goes out."""
         held: list[StreamItem] = []
         while True:
@@ -223,7 +225,7 @@ class SharedSessions:
             if isinstance(uri, str):
                 await self.store.subscribe(sid, uri, request.method == "resources/subscribe")
 
-    async def delete(self, session: HTTPSession) -> None:
+    async def delete(self, session: LegacyHTTPSession) -> None:
         await self.store.delete(session.id)
         data = session.id.encode()
         drops = self._drops
@@ -239,19 +241,19 @@ class SharedSessions:
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
 
-    # -- SharedHooks (see HTTPSession) ----------------------------------------------------
+    # -- SharedHooks (see LegacyHTTPSession) ----------------------------------------------------
 
     def request_ids(self) -> Iterator[int | str]:
         prefix = self.worker_id
         return (f"{prefix}-{n}" for n in self._ids)
 
-    def attach(self, session: HTTPSession) -> None:
+    def attach(self, session: LegacyHTTPSession) -> None:
         sid, store = session.id, self.store
         standalone = session.standalone
         standalone.history = None
         standalone.mirror = lambda item: store.append(sid, STANDALONE, None, item.data)
 
-    def persist(self, session: HTTPSession, stream: ResponseStream) -> None:
+    def persist(self, session: LegacyHTTPSession, stream: ResponseStream) -> None:
         sid, name, store = session.id, stream.stream_id, self.store
         owner = {"o": self.worker_id.encode(), "r": _encode(stream.request_id)}
 
@@ -263,7 +265,7 @@ class SharedSessions:
 
     # -- messages for another worker ----------------------------------------------------
 
-    def relay(self, session: HTTPSession, message: jsonrpc.Message) -> bool:
+    def relay(self, session: LegacyHTTPSession, message: jsonrpc.Message) -> bool:
         """Forward an answer or cancellation meant for another worker; True when forwarded."""
         if isinstance(message, Response | ErrorResponse):
             rid = message.id
@@ -354,7 +356,7 @@ class SharedSessions:
     # -- GET: the standalone stream, or any stream resumed --------------------------------------
 
     async def get(
-        self, send: Send, receive: Receive, session: HTTPSession, last_event_id: str | None
+        self, send: Send, receive: Receive, session: LegacyHTTPSession, last_event_id: str | None
     ) -> None:
         sid = session.id
         if last_event_id is None:
@@ -416,7 +418,7 @@ class SharedSessions:
             if await self.backend.call(client.get(lock)) == self.worker_id.encode():
                 await self.backend.call(client.delete(lock))
 
-    async def _pump(self, response: _Response, session: HTTPSession, stream: str, after: str) -> None:
+    async def _pump(self, response: _Response, session: LegacyHTTPSession, stream: str, after: str) -> None:
         settings = self.app.settings
         sid = session.id
         retry = str(settings.sse_retry_ms or 1000).encode()

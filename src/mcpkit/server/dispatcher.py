@@ -27,7 +27,7 @@ from ..protocol.lifecycle import RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
-from ..session.engine import Session
+from ..session.engine import Engine
 from .auth import Principal
 from .bus import ChangeEvent
 from .context import Context
@@ -37,9 +37,9 @@ from .resources import ResourceNotFound
 if TYPE_CHECKING:
     from .app import MCPServer
 
-__all__ = ["ServerConnection"]
+__all__ = ["ServerDispatcher"]
 
-Handler: TypeAlias = Callable[["ServerConnection", RequestScope, Any, "int | str"], Awaitable[Any]]
+Handler: TypeAlias = Callable[["ServerDispatcher", RequestScope, Any, "int | str"], Awaitable[Any]]
 
 _V2025_03_26 = ProtocolVersion.V2025_03_26
 
@@ -48,7 +48,7 @@ def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(tp)
 
 
-class ServerConnection:
+class ServerDispatcher:
     """Dispatcher for one connection; created by the server per session."""
 
     def __init__(self, server: MCPServer, *, changes: bool = True) -> None:
@@ -60,12 +60,12 @@ class ServerConnection:
         #: The authenticated caller (HTTP with an authenticator), else None.
         self.principal: Principal | None = None
         self.lifecycle = ServerLifecycle(server.versions)
-        self.session: Session = None  # type: ignore[assignment]  # set by attach()
+        self.session: Engine = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
         #: Set when no more input will come (stdio EOF): long-lived requests end.
         self.closing = asyncio.Event()
 
-    def attach(self, session: Session) -> None:
+    def attach(self, session: Engine) -> None:
         self.session = session
         if self._changes:
             session.on_close.append(self.server.bus.subscribe(self._on_change))
@@ -102,7 +102,7 @@ class ServerConnection:
             return None
         return self._finish(result, scope, request.method)
 
-    async def handle_request(self, session: Session, request: Request) -> Any:
+    async def handle_request(self, session: Engine, request: Request) -> Any:
         entry = _METHODS.get(request.method)
         if entry is None:
             raise MCPError.method_not_found(request.method)
@@ -133,7 +133,7 @@ class ServerConnection:
             return downgrade(result, scope.version)
         return result
 
-    async def handle_notification(self, session: Session, notification: Notification) -> None:
+    async def handle_notification(self, session: Engine, notification: Notification) -> None:
         if notification.method == "notifications/initialized":
             self.lifecycle.initialized()
         elif notification.method == "notifications/roots/list_changed":
@@ -167,7 +167,7 @@ def _decode_params(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | None) 
 # -- method handlers -----------------------------------------------------------
 
 
-async def _initialize(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+async def _initialize(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
     raw = msgspec.to_builtins(params)
     version = conn.lifecycle.initialize(raw)
     return t.InitializeResult(
@@ -178,11 +178,11 @@ async def _initialize(conn: ServerConnection, scope: RequestScope, params: t.Par
     )
 
 
-async def _ping(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+async def _ping(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
     return t.EmptyResult()
 
 
-async def _discover(conn: ServerConnection, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+async def _discover(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
     return t.DiscoverResult(
         supported_versions=[v.value for v in conn.server.versions],
         capabilities=conn.server.capabilities(modern=True),
@@ -207,7 +207,7 @@ def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[A
 
 
 async def _list_tools(
-    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
 ) -> Any:
     items = [tool.definition for tool in conn.server._tools.tools.values()]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
@@ -215,7 +215,7 @@ async def _list_tools(
 
 
 async def _call_tool(
-    conn: ServerConnection, scope: RequestScope, params: t.CallToolParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.CallToolParams, rid: int | str
 ) -> Any:
     tool = conn.server._tools.get(params.name)
     arguments = params.arguments if params.arguments is not UNSET else None
@@ -229,7 +229,7 @@ async def _call_tool(
 
 
 def _round_trip(
-    conn: ServerConnection, scope: RequestScope, method: str, target: str, arguments: Any, params: Any
+    conn: ServerDispatcher, scope: RequestScope, method: str, target: str, arguments: Any, params: Any
 ) -> RoundTrip | None:
     """The answers a modern retry brings (sealed earlier ones plus this round's)."""
     if not scope.is_modern:
@@ -246,7 +246,7 @@ def _round_trip(
 
 
 def _input_required(
-    conn: ServerConnection, exc: InputRequired, trip: RoundTrip | None
+    conn: ServerDispatcher, exc: InputRequired, trip: RoundTrip | None
 ) -> t.InputRequiredResult:
     if trip is None:
         raise MCPError(INVALID_PARAMS, "input can only be required of modern requests")
@@ -257,7 +257,7 @@ def _input_required(
 
 
 async def _list_resources(
-    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
 ) -> Any:
     items = [r for r, _ in conn.server._resources.resources.values()]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
@@ -265,7 +265,7 @@ async def _list_resources(
 
 
 async def _list_templates(
-    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
 ) -> Any:
     items = [tpl for tpl, _, _ in conn.server._resources.templates]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
@@ -279,7 +279,7 @@ def _not_found(scope: RequestScope, uri: str) -> MCPError:
 
 
 async def _read_resource(
-    conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str
 ) -> Any:
     trip = _round_trip(conn, scope, "resources/read", params.uri, None, params)
     try:
@@ -294,7 +294,7 @@ async def _read_resource(
     return result
 
 
-async def _subscribe(conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
+async def _subscribe(conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
     if not conn.server._resources.exists(params.uri):
         raise _not_found(scope, params.uri)
     conn.subscriptions.add(params.uri)
@@ -302,14 +302,14 @@ async def _subscribe(conn: ServerConnection, scope: RequestScope, params: t.UriP
 
 
 async def _unsubscribe(
-    conn: ServerConnection, scope: RequestScope, params: t.UriParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str
 ) -> Any:
     conn.subscriptions.discard(params.uri)
     return t.EmptyResult()
 
 
 async def _list_prompts(
-    conn: ServerConnection, scope: RequestScope, params: t.PaginatedParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
 ) -> Any:
     items = [e.definition for e in conn.server._prompts.prompts.values()]
     page, nxt = _page(items, params.cursor, conn.server.page_size)
@@ -317,7 +317,7 @@ async def _list_prompts(
 
 
 async def _get_prompt(
-    conn: ServerConnection, scope: RequestScope, params: t.GetPromptParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.GetPromptParams, rid: int | str
 ) -> Any:
     args = params.arguments if params.arguments is not UNSET else None
     trip = _round_trip(conn, scope, "prompts/get", params.name, args, params)
@@ -328,7 +328,7 @@ async def _get_prompt(
 
 
 async def _complete(
-    conn: ServerConnection, scope: RequestScope, params: t.CompleteParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.CompleteParams, rid: int | str
 ) -> Any:
     return await conn.server._complete(params, Context(conn, scope, rid))
 
@@ -340,7 +340,7 @@ _LIST_FILTERS = {
 }
 
 
-async def _listen(conn: ServerConnection, scope: RequestScope, params: t.ListenParams, rid: int | str) -> Any:
+async def _listen(conn: ServerDispatcher, scope: RequestScope, params: t.ListenParams, rid: int | str) -> Any:
     """Hold the request open, forwarding the opted-in changes, until cancelled or shutdown."""
     wanted = params.notifications
     kinds = {kind for key, kind in _LIST_FILTERS.items() if wanted.get(key) is True}
@@ -373,7 +373,7 @@ async def _listen(conn: ServerConnection, scope: RequestScope, params: t.ListenP
 
 
 async def _set_level(
-    conn: ServerConnection, scope: RequestScope, params: t.SetLevelParams, rid: int | str
+    conn: ServerDispatcher, scope: RequestScope, params: t.SetLevelParams, rid: int | str
 ) -> Any:
     conn.lifecycle.log_level = params.level
     return t.EmptyResult()
