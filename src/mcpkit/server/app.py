@@ -21,9 +21,9 @@ from .bus import ChangeEvent, LocalBus, NotificationBus
 from .context import Context
 from .dispatcher import ServerDispatcher
 from .mrtr import RequestStateCodec
-from .prompts import PromptRegistry
-from .resources import ResourceRegistry
-from .tools import ToolRegistry
+from .prompts import PromptOptions, PromptRegistry
+from .resources import ResourceOptions, ResourceRegistry
+from .tools import ToolOptions, ToolRegistry
 
 __all__ = ["MCPServer"]
 
@@ -138,28 +138,29 @@ class MCPServer:
         if callable(name):
             raise TypeError("use @server.tool() with parentheses")
 
+        options = ToolOptions(
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            structured_output=structured_output,
+            meta=meta,
+            threaded=threaded,
+            headers=headers,
+            input_schema=input_schema,
+            scopes=frozenset(scopes),
+        )
+
         def register(fn: F) -> F:
-            self._tools.add(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                annotations=annotations,
-                icons=icons,
-                structured_output=structured_output,
-                meta=meta,
-                threaded=threaded,
-                headers=headers,
-                input_schema=input_schema,
-                scopes=frozenset(scopes),
-            )
+            self._tools.add(fn, options)
             return fn
 
         return register
 
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> None:
         """Register a tool without the decorator (same options as :meth:`tool`)."""
-        self._tools.add(fn, **options)
+        self.tool(**options)(fn)
 
     def required_scopes(self, method: str, params: dict[str, Any]) -> frozenset[str]:
         """The OAuth scopes a request needs (``scopes=`` of its tool, resource or prompt)."""
@@ -255,21 +256,21 @@ class MCPServer:
             default_ttl, default_scope = self.cache_policy("resources/read")
             cache = (ttl_ms if ttl_ms is not None else default_ttl, cache_scope or default_scope)
 
+        options = ResourceOptions(
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=size,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            cache=cache,
+            scopes=frozenset(scopes),
+        )
+
         def register(fn: F) -> F:
-            self._resources.add(
-                fn,
-                uri,
-                name=name,
-                title=title,
-                description=description,
-                mime_type=mime_type,
-                size=size,
-                annotations=annotations,
-                icons=icons,
-                meta=meta,
-                cache=cache,
-                scopes=frozenset(scopes),
-            )
+            self._resources.add(fn, uri, options)
             return fn
 
         return register
@@ -291,16 +292,12 @@ class MCPServer:
         if callable(name):
             raise TypeError("use @server.prompt() with parentheses")
 
+        options = PromptOptions(
+            name=name, title=title, description=description, icons=icons, meta=meta, scopes=frozenset(scopes)
+        )
+
         def register(fn: F) -> F:
-            self._prompts.add(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                icons=icons,
-                meta=meta,
-                scopes=frozenset(scopes),
-            )
+            self._prompts.add(fn, options)
             return fn
 
         return register

@@ -17,7 +17,26 @@ from .signature import split_docstring
 from .sync import SyncRunner
 from .textargs import RawArgs, TextArgs, TextArgumentError
 
-__all__ = ["AssistantMessage", "PromptRegistry", "UserMessage"]
+__all__ = ["AssistantMessage", "PromptOptions", "PromptRegistry", "UserMessage"]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptOptions:
+    """How a function is published as a prompt: the options of :meth:`MCPServer.prompt`.
+
+    Built once by the decorator and handed to :meth:`PromptRegistry.add`; a
+    new per-prompt option is a field here plus a keyword of the decorator.
+    """
+
+    #: The prompt's name; the function's ``__name__`` when not given.
+    name: str | None = None
+    title: str | None = None
+    #: The description; the docstring's summary when not given.
+    description: str | None = None
+    icons: list[t.Icon] | None = None
+    meta: dict[str, Any] | None = None
+    #: OAuth scopes a caller needs (HTTP with an authenticator).
+    scopes: frozenset[str] = frozenset()
 
 
 def UserMessage(content: Any) -> t.PromptMessage:
@@ -51,17 +70,8 @@ class PromptRegistry:
         self.prompts: dict[str, _Entry] = {}
         self.on_change: Callable[[], None] | None = None
 
-    def add(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        icons: list[t.Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        scopes: frozenset[str] = frozenset(),
-    ) -> None:
+    def add(self, fn: Callable[..., Any], options: PromptOptions = PromptOptions()) -> None:
+        """Publish ``fn`` as a prompt, replacing any prompt of the same name."""
         args = TextArgs(fn, (Context,))
         summary, param_docs = split_docstring(fn)
         arguments = [
@@ -72,18 +82,18 @@ class PromptRegistry:
             )
             for p in args.params
         ]
-        prompt_name = name or fn.__name__
+        prompt_name = options.name or fn.__name__
+        description = options.description
         definition = t.Prompt(
             name=prompt_name,
-            title=_u(title),
+            title=_u(options.title),
             description=_u(description if description is not None else summary),
             arguments=arguments or UNSET,
-            icons=_u(icons),
-            meta=_u(meta),
+            icons=_u(options.icons),
+            meta=_u(options.meta),
         )
-        self.prompts[prompt_name] = _Entry(
-            fn, args, definition, None if args.is_async else SyncRunner(fn), scopes
-        )
+        runner = None if args.is_async else SyncRunner(fn)
+        self.prompts[prompt_name] = _Entry(fn, args, definition, runner, options.scopes)
         if self.on_change is not None:
             self.on_change()
 

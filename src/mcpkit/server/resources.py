@@ -17,9 +17,35 @@ from .signature import split_docstring
 from .sync import SyncRunner
 from .textargs import RawArgs, TextArgs, TextArgumentError
 
-__all__ = ["CacheScope", "ResourceNotFound", "ResourceRegistry", "UriTemplate"]
+__all__ = ["CacheScope", "ResourceNotFound", "ResourceOptions", "ResourceRegistry", "UriTemplate"]
 
 CacheScope: TypeAlias = Literal["public", "private"]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceOptions:
+    """How a function is published as a resource: the options of :meth:`MCPServer.resource`.
+
+    Built once by the decorator and handed to :meth:`ResourceRegistry.add`; a
+    new per-resource option is a field here plus a keyword of the decorator.
+    """
+
+    #: The resource's name; the function's ``__name__`` (else the URI) when not given.
+    name: str | None = None
+    title: str | None = None
+    #: The description; the docstring's summary when not given.
+    description: str | None = None
+    #: The contents' type; otherwise guessed from the value read (text, bytes, JSON).
+    mime_type: str | None = None
+    #: Size in bytes, published for static resources only.
+    size: int | None = None
+    annotations: t.Annotations | None = None
+    icons: list[t.Icon] | None = None
+    meta: dict[str, Any] | None = None
+    #: ``(ttlMs, cacheScope)`` for its reads; otherwise the server's policy applies.
+    cache: tuple[int, CacheScope] | None = None
+    #: OAuth scopes a caller needs (HTTP with an authenticator).
+    scopes: frozenset[str] = frozenset()
 
 
 class ResourceNotFound(LookupError):
@@ -104,34 +130,21 @@ class ResourceRegistry:
         self.templates: list[tuple[t.ResourceTemplate, UriTemplate, _Entry]] = []
         self.on_change: Callable[[], None] | None = None
 
-    def add(
-        self,
-        fn: Callable[..., Any],
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        mime_type: str | None = None,
-        size: int | None = None,
-        annotations: t.Annotations | None = None,
-        icons: list[t.Icon] | None = None,
-        meta: dict[str, Any] | None = None,
-        cache: tuple[int, CacheScope] | None = None,
-        scopes: frozenset[str] = frozenset(),
-    ) -> None:
+    def add(self, fn: Callable[..., Any], uri: str, options: ResourceOptions = ResourceOptions()) -> None:
+        """Publish ``fn`` at ``uri``: a template when the URI has ``{variables}``."""
         args = TextArgs(fn, (Context,))
         summary, _ = split_docstring(fn)
-        desc = description if description is not None else summary
-        entry = _Entry(fn, args, mime_type, None if args.is_async else SyncRunner(fn), cache, scopes)
+        runner = None if args.is_async else SyncRunner(fn)
+        entry = _Entry(fn, args, options.mime_type, runner, options.cache, options.scopes)
+        desc = options.description if options.description is not None else summary
         common: dict[str, Any] = {
-            "name": name or getattr(fn, "__name__", uri),
-            "title": _u(title),
+            "name": options.name or getattr(fn, "__name__", uri),
+            "title": _u(options.title),
             "description": _u(desc),
-            "mime_type": _u(mime_type),
-            "annotations": _u(annotations),
-            "icons": _u(icons),
-            "meta": _u(meta),
+            "mime_type": _u(options.mime_type),
+            "annotations": _u(options.annotations),
+            "icons": _u(options.icons),
+            "meta": _u(options.meta),
         }
         template = UriTemplate(uri)
         if template.variables:
@@ -144,7 +157,7 @@ class ResourceRegistry:
         else:
             if any(p.required for p in args.params):
                 raise TypeError(f"static resource {uri!r}: the function may only take a Context")
-            self.resources[uri] = (t.Resource(uri=uri, size=_u(size), **common), entry)
+            self.resources[uri] = (t.Resource(uri=uri, size=_u(options.size), **common), entry)
         self._changed()
 
     def add_raw(

@@ -17,7 +17,37 @@ from .results import CONTENT_LIKE, json_text, to_content
 from .signature import ArgumentError, FunctionSignature, inspect_function, raw_signature, split_docstring
 from .sync import SyncRunner
 
-__all__ = ["RegisteredTool", "ToolRegistry"]
+__all__ = ["RegisteredTool", "ToolOptions", "ToolRegistry"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    """How a function is published as a tool: the options of :meth:`MCPServer.tool`.
+
+    Built once by the decorator and handed to :meth:`ToolRegistry.add`, and kept
+    on the :class:`RegisteredTool`, so a new per-tool option is a field here
+    plus a keyword of the decorator.
+    """
+
+    #: The tool's name; the function's ``__name__`` when not given.
+    name: str | None = None
+    title: str | None = None
+    #: The description; the docstring's summary when not given.
+    description: str | None = None
+    #: Behaviour hints; a dict may use the wire (``readOnlyHint``) or Python spelling.
+    annotations: t.ToolAnnotations | dict[str, Any] | None = None
+    icons: list[t.Icon] | None = None
+    #: Force (or suppress) an ``outputSchema`` whatever the return annotation says.
+    structured_output: bool | None = None
+    meta: dict[str, Any] | None = None
+    #: Where a sync function runs (see :class:`SyncRunner`).
+    threaded: bool | None = None
+    #: Parameter -> HTTP header name, sent as ``Mcp-Param-{Name}`` (2026-07-28).
+    headers: dict[str, str] | None = None
+    #: A hand-written JSON Schema published instead of the one from the signature.
+    input_schema: dict[str, Any] | None = None
+    #: OAuth scopes a caller needs (HTTP with an authenticator).
+    scopes: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -30,6 +60,8 @@ class RegisteredTool:
     header_params: dict[str, tuple[str, ...]] | None = None
     #: OAuth scopes a caller needs (HTTP with an authenticator).
     scopes: frozenset[str] = frozenset()
+    #: What it was registered with (a raw tool: its name and scopes only).
+    options: ToolOptions = ToolOptions()
 
     @property
     def runs_inline(self) -> bool:
@@ -109,56 +141,30 @@ class ToolRegistry:
         self.tools: dict[str, RegisteredTool] = {}
         self.on_change: Callable[[], None] | None = None
 
-    def add(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        annotations: t.ToolAnnotations | dict[str, Any] | None = None,
-        icons: list[t.Icon] | None = None,
-        structured_output: bool | None = None,
-        meta: dict[str, Any] | None = None,
-        threaded: bool | None = None,
-        headers: dict[str, str] | None = None,
-        input_schema: dict[str, Any] | None = None,
-        scopes: frozenset[str] = frozenset(),
-    ) -> RegisteredTool:
-        sig = inspect_function(fn, context_types=(Context,), structured_output=structured_output)
-        input_schema = _with_headers(input_schema or sig.input_schema, headers or {})
-        header_params = None
-        if headers or b"x-mcp-header" in msgspec.json.encode(input_schema):
-            # Only schemas that mention it pay for the HTTP rules (start-up time).
-            from ..protocol import http
-
-            problem = http.invalid_x_mcp_headers(input_schema)
-            if problem is not None:
-                raise ValueError(f"tool {name or fn.__name__!r}: {problem}")
-            header_params = http.header_params(input_schema) or None
+    def add(self, fn: Callable[..., Any], options: ToolOptions = ToolOptions()) -> RegisteredTool:
+        """Publish ``fn`` as a tool, replacing any tool of the same name."""
+        sig = inspect_function(fn, context_types=(Context,), structured_output=options.structured_output)
+        tool_name = options.name or fn.__name__
+        input_schema = _with_headers(options.input_schema or sig.input_schema, options.headers or {})
+        header_params = _header_params(tool_name, input_schema, force=bool(options.headers))
         summary, _ = split_docstring(fn)
-        tool_name = name or fn.__name__
+        annotations = options.annotations
         if isinstance(annotations, dict):
             # Accept the wire spelling (readOnlyHint) and the Python one (read_only_hint).
             annotations = msgspec.convert({_camel(k): v for k, v in annotations.items()}, t.ToolAnnotations)
+        description = options.description
         definition = t.Tool(
             name=tool_name,
             input_schema=input_schema,
-            title=_set(title),
+            title=_set(options.title),
             description=_set(description if description is not None else summary),
             output_schema=_set(sig.output_schema),
             annotations=_set(annotations),
-            icons=_set(icons),
-            meta=_set(meta),
+            icons=_set(options.icons),
+            meta=_set(options.meta),
         )
-        tool = RegisteredTool(
-            fn,
-            sig,
-            definition,
-            None if sig.is_async else SyncRunner(fn, threaded),
-            header_params,
-            scopes,
-        )
+        runner = None if sig.is_async else SyncRunner(fn, options.threaded)
+        tool = RegisteredTool(fn, sig, definition, runner, header_params, options.scopes, options)
         self.tools[tool_name] = tool
         self._changed()
         return tool
@@ -168,17 +174,10 @@ class ToolRegistry:
     ) -> RegisteredTool:
         """Publish ``definition`` verbatim (``outputSchema`` included); ``handler(arguments=...,
         ctx=...)`` receives the arguments unbound and returns a :class:`CallToolResult`."""
-        header_params = None
-        if b"x-mcp-header" in msgspec.json.encode(definition.input_schema):
-            from ..protocol import http
-
-            problem = http.invalid_x_mcp_headers(definition.input_schema)
-            if problem is not None:
-                raise ValueError(f"tool {definition.name!r}: {problem}")
-            header_params = http.header_params(definition.input_schema) or None
-        tool = RegisteredTool(
-            handler, raw_signature(definition.input_schema), definition, None, header_params, scopes
-        )
+        header_params = _header_params(definition.name, definition.input_schema, force=False)
+        options = ToolOptions(name=definition.name, scopes=scopes)
+        sig = raw_signature(definition.input_schema)
+        tool = RegisteredTool(handler, sig, definition, None, header_params, scopes, options)
         self.tools[definition.name] = tool
         self._changed()
         return tool
@@ -197,6 +196,24 @@ class ToolRegistry:
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
         return tool
+
+
+def _header_params(
+    tool_name: str, input_schema: dict[str, Any], *, force: bool
+) -> dict[str, tuple[str, ...]] | None:
+    """``x-mcp-header`` name -> argument path, checking the schema's header rules.
+
+    Only schemas that mention ``x-mcp-header`` (or tools given ``headers=``) pay
+    for the HTTP rules, which keeps start-up fast.
+    """
+    if not force and b"x-mcp-header" not in msgspec.json.encode(input_schema):
+        return None
+    from ..protocol import http
+
+    problem = http.invalid_x_mcp_headers(input_schema)
+    if problem is not None:
+        raise ValueError(f"tool {tool_name!r}: {problem}")
+    return http.header_params(input_schema) or None
 
 
 def _with_headers(schema: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
