@@ -11,6 +11,7 @@ from typing import Annotated, Literal, TypedDict
 import msgspec
 import pytest
 
+from _wait import eventually
 from mcpkit import Client, Context, Image, MCPError, MCPServer, UserMessage
 from mcpkit.protocol import types as t
 from mcpkit.testing import connect
@@ -174,7 +175,7 @@ async def test_progress_and_logs(build_client_with_logs: tuple[Client, list[t.Lo
     )
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
     assert result.content[0].text == client.protocol_version  # type: ignore[union-attr]
-    await asyncio.sleep(0.01)
+    await client.list_tools()  # one stream: the log, sent before the result, is in by this answer
     assert [(m.level, m.data) for m in logs] == [("info", "finished")]
 
 
@@ -189,8 +190,8 @@ async def test_modern_requests_get_no_logs_without_a_level() -> None:
     logs: list[t.LoggingMessageParams] = []
     async with connect(build(), protocol="modern", log_handler=logs.append) as c:
         await c.call_tool("progress", {"steps": 1})
-        await asyncio.sleep(0.01)
-    assert logs == []
+        await c.list_tools()  # a log would have come before this answer (one stream, in order)
+        assert logs == []
 
 
 async def test_resources(client: Client) -> None:
@@ -227,12 +228,25 @@ async def test_prompts_and_completion(client: Client) -> None:
     assert completion.values == ["python", "perl"]
 
 
-async def test_concurrent_calls_do_not_block_each_other(client: Client) -> None:
-    slow = asyncio.create_task(client.call_tool("slow", {"seconds": 1.0}))
-    await asyncio.sleep(0.05)
-    fast = await asyncio.wait_for(client.call_tool("echo", {"text": "quick"}), 0.5)
-    assert fast.content[0].text == "quick"  # type: ignore[union-attr]
-    slow.cancel()
+@pytest.mark.parametrize("era", ERAS)
+async def test_concurrent_calls_do_not_block_each_other(era: str) -> None:
+    server = build()
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @server.tool()
+    async def hold() -> str:
+        started.set()
+        await release.wait()
+        return "released"
+
+    async with connect(server, protocol=era) as client:
+        held = asyncio.create_task(client.call_tool("hold"))
+        await asyncio.wait_for(started.wait(), 5)
+        fast = await asyncio.wait_for(client.call_tool("echo", {"text": "quick"}), 0.5)
+        assert fast.content[0].text == "quick"  # type: ignore[union-attr]
+        assert not held.done()
+        release.set()
+        assert (await held).content[0].text == "released"  # type: ignore[union-attr]
 
 
 async def test_client_timeout_cancels_the_handler() -> None:
@@ -262,8 +276,8 @@ async def test_list_changed_notifications_in_legacy_era() -> None:
         server.add_tool(lambda: "x", name="late")
         assert "late" in [tool.name for tool in await c.list_tools()]
         server.remove_tool("late")
-        await asyncio.sleep(0.01)
         assert "late" not in [tool.name for tool in await c.list_tools()]
+        await eventually(lambda: seen.count("notifications/tools/list_changed") == 2)
     assert seen.count("notifications/tools/list_changed") == 2
 
 
@@ -281,7 +295,7 @@ async def test_a_sync_tool_in_a_worker_thread_can_raise_changes() -> None:
     async with connect(server, protocol="legacy", notification_handler=lambda m, p: seen.append(m)) as c:
         await c.subscribe_resource("config://app")
         await c.call_tool("bump", {})
-        await asyncio.sleep(0.05)
+        await eventually(lambda: seen)  # published from the thread, delivered by the loop
     assert threads[0] != threading.main_thread().name  # the first call runs in a thread
     assert seen == ["notifications/resources/updated"]
 
@@ -293,10 +307,11 @@ async def test_resource_subscription() -> None:
         await c.subscribe_resource("config://app")
         server.notify_resource_updated("config://app")
         server.notify_resource_updated("data://blob")
-        await asyncio.sleep(0.01)
+        await c.ping()  # notifications are written as published: both are in before the pong
+        assert seen == [("notifications/resources/updated", {"uri": "config://app"})]
         await c.unsubscribe_resource("config://app")
         server.notify_resource_updated("config://app")
-        await asyncio.sleep(0.01)
+        await c.ping()
         with pytest.raises(MCPError):
             await c.subscribe_resource("nope://x")
     assert seen == [("notifications/resources/updated", {"uri": "config://app"})]
@@ -455,10 +470,7 @@ async def test_raw_registration_and_listen_api() -> None:
         sub = await c.listen(tools=True)
         assert sub.acknowledged == {"toolsListChanged": True} and sub.active
         server.remove_tool("proxy")
-        for _ in range(50):
-            if any(m == "notifications/tools/list_changed" for m, _ in seen):
-                break
-            await asyncio.sleep(0.01)
+        await eventually(lambda: any(m == "notifications/tools/list_changed" for m, _ in seen))
         changed = [p for m, p in seen if m == "notifications/tools/list_changed"]
         assert changed and changed[0]["_meta"] == {"io.modelcontextprotocol/subscriptionId": sub.id}
         await sub.close()
