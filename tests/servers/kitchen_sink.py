@@ -52,7 +52,15 @@ async def sleep(seconds: float, ctx: Context) -> str:
     """Sleeps, reporting progress."""
     await ctx.report_progress(0, seconds, "starting")
     await ctx.info(f"sleeping {seconds}s")
-    await asyncio.sleep(seconds)
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        # Tests that cancel a call see it reach the handler through this file.
+        marker = os.environ.get("KITCHEN_SINK_CANCELLED")
+        if marker:
+            with open(marker, "w") as f:
+                f.write(str(seconds))
+        raise
     await ctx.report_progress(seconds, seconds, "done")
     return f"slept {seconds}"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from _wait import eventually
 from mcpkit import Client, MCPError
 from mcpkit.protocol import types as t
 
@@ -48,14 +49,21 @@ def msgspec_unset() -> object:
     return msgspec.UNSET
 
 
-async def test_cancellation_reaches_the_server(server_path: Path) -> None:
-    async with Client([sys.executable, str(server_path)], protocol="legacy") as client:
-        call = asyncio.create_task(client.call_tool("sleep", {"seconds": 30}))
-        await asyncio.sleep(0.3)
+async def test_cancellation_reaches_the_server(server_path: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+    env = {"KITCHEN_SINK_CANCELLED": str(marker)}
+    async with Client([sys.executable, str(server_path)], protocol="legacy", env=env) as client:
+        started = asyncio.Event()
+        on_start = lambda *_: started.set()  # noqa: E731
+        call = asyncio.create_task(client.call_tool("sleep", {"seconds": 30}, progress=on_start))
+        await asyncio.wait_for(started.wait(), 10)  # the handler's first progress: it is running
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call
-        # The server dropped the cancelled work and keeps answering.
+        # The handler itself was cancelled (it leaves the marker on CancelledError)...
+        await eventually(marker.exists, timeout=10)
+        assert float(marker.read_text()) == 30
+        # ...and the server keeps answering.
         assert (await client.call_tool("echo", {"text": "ok"})).content[0].text == "ok"  # type: ignore
 
 
@@ -95,12 +103,13 @@ async def test_sigterm_lets_in_flight_requests_finish(server_path: Path) -> None
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "sleep", "arguments": {"seconds": 0.5}},
+            "params": {"name": "sleep", "arguments": {"seconds": 0.5}, "_meta": {"progressToken": "p"}},
         }
     )
-    await asyncio.sleep(0.2)
-    peer.proc.send_signal(signal.SIGTERM)
     reply = await peer.recv()
+    while reply.get("method") != "notifications/progress":  # the handler is running
+        reply = await peer.recv()
+    peer.proc.send_signal(signal.SIGTERM)
     while "id" not in reply:
         reply = await peer.recv()
     assert (

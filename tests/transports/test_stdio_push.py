@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from _wait import eventually
 from mcpkit import Client, Context, MCPServer
 from mcpkit.host._process import WatchedChannel
 from mcpkit.inspector._events import EventHub
@@ -115,10 +116,7 @@ async def test_async_answers_are_written_when_ready_not_held() -> None:
     reader, pipe, task = await started()
     reader.feed(call(1) + b"\n" + call(2, "later") + b"\n" + call(3) + b"\n")
     assert [[m["id"] for m in lines(w)] for w in pipe.writes] == [[1, 3]]
-    for _ in range(100):
-        if len(pipe.writes) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: len(pipe.writes) == 2)
     assert [[m["id"] for m in lines(w)] for w in pipe.writes] == [[1, 3], [2]]
     # A single-line read is written straight through, as before.
     reader.feed(call(4) + b"\n")
@@ -169,8 +167,10 @@ async def test_watched_channel_pushes_and_reports_the_end_first(server_path: Pat
         assert raw._protocol.reader.receiver is not None
         assert (await client.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
         watched.watch(lambda: order.append("eof"))
-        pending = asyncio.create_task(client.call_tool("sleep", {"seconds": 30}))
-        await asyncio.sleep(0.2)
+        started = asyncio.Event()
+        on_start = lambda *_: started.set()  # noqa: E731
+        pending = asyncio.create_task(client.call_tool("sleep", {"seconds": 30}, progress=on_start))
+        await asyncio.wait_for(started.wait(), 10)  # the call is in flight at the server
         raw._transport.kill()
         try:
             await asyncio.wait_for(pending, 10)
