@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from ..server.bus import ChangeEvent, LocalBus, Subscriber
+from ..session.bus import ChangeEvent, LocalBus, Subscriber
 from .backend import RedisBackend
 
 __all__ = ["RedisBus"]

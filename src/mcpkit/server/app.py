@@ -15,9 +15,9 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
+from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
-from .bus import ChangeEvent, LocalBus, NotificationBus
 from .context import Context
 from .dispatcher import ServerDispatcher
 from .mrtr import RequestStateCodec

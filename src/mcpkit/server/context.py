@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..protocol import types as t
+from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, MCPError
 from ..protocol.lifecycle import RequestScope
 from ..protocol.types.client_features import LOG_LEVELS
-from .auth import Principal
 from .mrtr import InputRequired, RoundTrip
 
 if TYPE_CHECKING:

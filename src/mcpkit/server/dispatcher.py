@@ -16,6 +16,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..protocol import types as t
+from ..protocol.auth import Principal
 from ..protocol.errors import (
     INVALID_PARAMS,
     PARSE_ERROR,
@@ -27,9 +28,8 @@ from ..protocol.lifecycle import RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
+from ..session.bus import ChangeEvent
 from ..session.engine import Engine
-from .auth import Principal
-from .bus import ChangeEvent
 from .context import Context
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound

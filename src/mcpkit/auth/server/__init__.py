@@ -7,7 +7,7 @@
     auth = jwt_auth("https://auth.example.com", required_scopes=["mcp:read"])
     server.run("http", auth=auth, resource_url="https://mcp.example.com/mcp")
 
-:class:`BearerAuthenticator` implements :class:`mcpkit.server.auth.Authenticator`
+:class:`BearerAuthenticator` implements :class:`mcpkit.protocol.auth.Authenticator`
 around a pluggable :class:`TokenVerifier`: :class:`JWTVerifier` (local JWT
 validation, JWKS), :class:`IntrospectionVerifier` (RFC 7662) or
 :class:`StaticTokenVerifier` (one shared API token).

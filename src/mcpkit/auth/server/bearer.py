@@ -1,6 +1,6 @@
 """The resource-server side of MCP authorization for the HTTP transport.
 
-:class:`BearerAuthenticator` implements :class:`mcpkit.server.auth.Authenticator`:
+:class:`BearerAuthenticator` implements :class:`mcpkit.protocol.auth.Authenticator`:
 it reads the bearer token (RFC 6750 section 2.1, header only: 2026-07-28
 authorization forbids tokens in the query string), has a :class:`TokenVerifier`
 check it, enforces the scopes every request needs and answers refusals with the
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...server.auth import AuthError, Principal
+from ...protocol.auth import AuthError, Principal
 from .challenge import bearer_challenge, check_scope_token, metadata_url, parse_bearer
 from .errors import TokenVerificationError, VerifierUnavailableError
 from .verifier import TokenVerifier

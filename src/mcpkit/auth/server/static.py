@@ -13,7 +13,7 @@ import hmac
 import os
 from collections.abc import Iterable
 
-from ...server.auth import Principal
+from ...protocol.auth import Principal
 from .challenge import check_scope_token
 from .errors import TokenVerificationError
 

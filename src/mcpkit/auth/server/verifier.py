@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
-from ...server.auth import Principal
+from ...protocol.auth import Principal
 from .challenge import canonical_uri
 from .errors import TokenVerificationError
 

@@ -24,12 +24,12 @@ from msgspec import UNSET
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
+from ...protocol.auth import Authenticator, AuthError, Principal
 from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.versions import ProtocolVersion, parse_version
 from ...scale.errors import RedisUnavailable
-from ...server.auth import Authenticator, AuthError, Principal
 from .answer import SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
 from .lifetime import Lifetime

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 
-from ...server.auth import Principal
+from ...protocol.auth import Principal
 
 current_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
     "mcpkit_principal", default=None

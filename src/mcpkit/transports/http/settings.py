@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ...server.auth import Authenticator
+from ...protocol.auth import Authenticator
 from .sessions import InMemorySessionStore, SessionStore
 
 __all__ = ["HTTPSettings"]

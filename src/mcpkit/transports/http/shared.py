@@ -34,13 +34,13 @@ import msgspec
 from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, ProtocolError
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from ...protocol.mrtr import RequestStateCodec
 from ...protocol.versions import parse_version
 from ...scale.backend import RedisBackend
 from ...scale.bus import RedisBus
 from ...scale.errors import RedisUnavailable
 from ...scale.sessions import STANDALONE, Event, RedisSessionStore, SessionRecord
-from ...server.bus import ChangeEvent, LocalBus
-from ...server.mrtr import RequestStateCodec
+from ...session.bus import ChangeEvent, LocalBus
 from .asgi import HTTPFailure, Receive, Send
 from .sessions import LegacyHTTPSession
 from .streams import SSE_HEADERS, ResponseStream, StreamItem, sse_event
