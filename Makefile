@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup redis
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup redis docs docs-build
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis,docs]'
 	touch $(STAMP)
 
 # The Inspector, connected to the example weather server; it prints the URL to open.
@@ -44,7 +44,7 @@ unit: $(STAMP) redis
 bench-smoke: $(STAMP) redis
 	$(BIN)/python bench/run_all.py --smoke
 
-test: lint typecheck unit bench-smoke conformance
+test: lint typecheck docs-build unit bench-smoke conformance
 
 # The official MCP conformance suite (Node 22 and the suite are installed under .cache/).
 conformance-setup: $(STAMP)
@@ -52,6 +52,13 @@ conformance-setup: $(STAMP)
 
 conformance: $(STAMP) redis
 	$(BIN)/python scripts/conformance.py --leg all
+
+# The documentation site (MkDocs): served with live reload on 127.0.0.1:8001; make test builds it strictly.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: $(STAMP) redis
 	$(BIN)/python bench/run_all.py
