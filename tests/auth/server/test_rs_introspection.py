@@ -12,6 +12,8 @@ import httpx
 import pytest
 from rs_support import ISSUER, RESOURCE, FakeAS
 
+from _clock import FakeClock
+from _wait import eventually
 from mcpkit.auth.server import IntrospectionVerifier, TokenVerificationError, VerifierUnavailableError
 
 ENDPOINT = "https://as.example.test/introspect"
@@ -24,12 +26,15 @@ class Introspection:
         self.answers = answers or {}
         self.requests: list[httpx.Request] = []
         self.status = 200
-        self.delay = 0.0
+        self.delay = 0.0  # a slow endpoint
+        self.gate: asyncio.Event | None = None  # an endpoint that answers when the test says
 
     async def __call__(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.gate is not None:
+            await self.gate.wait()
         form = dict(parse_qsl(request.content.decode()))
         answer = self.answers.get(form["token"], {"active": False})
         if isinstance(answer, Exception):
@@ -153,8 +158,9 @@ async def test_timeout_is_unavailable() -> None:
 
 
 async def test_positive_answers_are_cached_briefly() -> None:
+    clock = FakeClock()
     endpoint = Introspection({"tok": active(), "bad": {"active": False}})
-    verifier = endpoint.verifier(cache_ttl=0.2)
+    verifier = endpoint.verifier(cache_ttl=0.2, clock=clock, wall_clock=clock.time)
     for _ in range(5):
         await verifier.verify("tok", RESOURCE)
     assert len(endpoint.requests) == 1
@@ -166,19 +172,23 @@ async def test_positive_answers_are_cached_briefly() -> None:
         with pytest.raises(TokenVerificationError):
             await verifier.verify("bad", RESOURCE)
     assert len(endpoint.requests) == 4
-    await asyncio.sleep(0.25)
+    clock.advance(0.15)
+    await verifier.verify("tok", RESOURCE)
+    assert len(endpoint.requests) == 4  # still within cache_ttl
+    clock.advance(0.1)
     await verifier.verify("tok", RESOURCE)
     assert len(endpoint.requests) == 5
     assert not any(isinstance(key, str) for key in verifier._cache)  # digests, not tokens
 
 
 async def test_cache_never_outlives_the_token() -> None:
-    endpoint = Introspection({"tok": active(exp=time.time() + 0.2)})
-    verifier = endpoint.verifier(cache_ttl=60, leeway=0)
+    clock = FakeClock()
+    endpoint = Introspection({"tok": active(exp=clock.time() + 0.2)})
+    verifier = endpoint.verifier(cache_ttl=60, leeway=0, clock=clock, wall_clock=clock.time)
     await verifier.verify("tok", RESOURCE)
     await verifier.verify("tok", RESOURCE)
     assert len(endpoint.requests) == 1
-    await asyncio.sleep(0.3)
+    clock.advance(0.3)
     with pytest.raises(TokenVerificationError, match="expired"):
         await verifier.verify("tok", RESOURCE)
     assert len(endpoint.requests) == 2
@@ -202,13 +212,14 @@ async def test_concurrent_requests_share_one_introspection() -> None:
 
 async def test_a_caller_leaving_does_not_cancel_the_others() -> None:
     endpoint = Introspection({"tok": active()})
-    endpoint.delay = 0.1
+    endpoint.gate = asyncio.Event()
     verifier = endpoint.verifier()
     first = asyncio.ensure_future(verifier.verify("tok", RESOURCE))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: endpoint.requests)  # the introspection request is out
     second = asyncio.ensure_future(verifier.verify("tok", RESOURCE))
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0)  # one step: the second caller joins the request in flight
     first.cancel()
+    endpoint.gate.set()
     assert (await second).subject == "alice"
     assert len(endpoint.requests) == 1
 

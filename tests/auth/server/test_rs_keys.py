@@ -10,6 +10,7 @@ import httpx
 import pytest
 from rs_support import ISSUER, RESOURCE, FakeAS, Signer
 
+from _clock import FakeClock
 from mcpkit.auth.server import JWKSCache, JWTVerifier, TokenVerificationError, VerifierUnavailableError
 from mcpkit.auth.server.keys import _metadata_urls, parse_jwks
 
@@ -53,10 +54,11 @@ async def test_concurrent_requests_share_one_fetch(rsa_signer: Signer) -> None:
 async def test_rotation_refetches_once_per_interval(rsa_signer: Signer, other_rsa_signer: Signer) -> None:
     old, new = Signer(rsa_signer.private, "RS256", "old"), Signer(other_rsa_signer.private, "RS256", "new")
     endpoint = Endpoint({"keys": [old.jwk()]})
-    verifier = verifier_for(endpoint, jwks_min_refresh_interval=0.2)
+    clock = FakeClock()
+    verifier = verifier_for(endpoint, jwks_min_refresh_interval=0.2, jwks_clock=clock)
     assert await verifier.verify(old.mint(), RESOURCE)
     endpoint.document = {"keys": [old.jwk(), new.jwk()]}  # the AS rotates
-    await asyncio.sleep(0.25)
+    clock.advance(0.25)
     # Unknown kid: one refetch finds it, however many requests bring it at once.
     results = await asyncio.gather(*(verifier.verify(new.mint(), RESOURCE) for _ in range(10)))
     assert len(results) == 10 and endpoint.hits == 2
@@ -66,7 +68,7 @@ async def test_rotation_refetches_once_per_interval(rsa_signer: Signer, other_rs
         with pytest.raises(TokenVerificationError, match="no trusted key"):
             await verifier.verify(token, RESOURCE)
     assert endpoint.hits == 2
-    await asyncio.sleep(0.25)
+    clock.advance(0.25)
     with pytest.raises(TokenVerificationError):
         await verifier.verify(forged[0], RESOURCE)
     assert endpoint.hits == 3
@@ -74,21 +76,26 @@ async def test_rotation_refetches_once_per_interval(rsa_signer: Signer, other_rs
 
 async def test_ttl_expiry_refreshes(rsa_signer: Signer) -> None:
     endpoint = Endpoint({"keys": [rsa_signer.jwk()]})
-    verifier = verifier_for(endpoint, jwks_ttl=0.1)
+    clock = FakeClock()
+    verifier = verifier_for(endpoint, jwks_ttl=0.1, jwks_clock=clock)
     token = rsa_signer.mint()
     assert await verifier.verify(token, RESOURCE)
-    await asyncio.sleep(0.15)
+    clock.advance(0.05)
+    assert await verifier.verify(token, RESOURCE)
+    assert endpoint.hits == 1  # within the TTL: cached
+    clock.advance(0.1)
     assert await verifier.verify(token, RESOURCE)
     assert endpoint.hits == 2
 
 
 async def test_failed_refresh_keeps_the_previous_keys(rsa_signer: Signer) -> None:
     endpoint = Endpoint({"keys": [rsa_signer.jwk()]})
-    verifier = verifier_for(endpoint, jwks_ttl=0.05, jwks_min_refresh_interval=0.05)
+    clock = FakeClock()
+    verifier = verifier_for(endpoint, jwks_ttl=0.05, jwks_min_refresh_interval=0.05, jwks_clock=clock)
     token = rsa_signer.mint()
     assert await verifier.verify(token, RESOURCE)
     endpoint.fail = True
-    await asyncio.sleep(0.1)
+    clock.advance(0.1)
     assert await verifier.verify(token, RESOURCE)  # stale but usable
     assert endpoint.hits == 2
 

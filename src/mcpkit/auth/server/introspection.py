@@ -17,7 +17,7 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 from urllib.parse import quote_plus, urlsplit
 
@@ -41,6 +41,8 @@ class IntrospectionVerifier:
     ``client_secret_basic`` (default), ``client_secret_post`` or ``none``.
     ``require_audience=False`` accepts answers that name no audience at all
     (some servers omit ``aud``); a *different* audience is refused regardless.
+    ``clock`` (monotonic, for the cache's ages) and ``wall_clock`` (for ``exp``
+    and ``nbf``) are there for tests that drive time by hand.
     """
 
     def __init__(
@@ -58,6 +60,8 @@ class IntrospectionVerifier:
         cache_size: int = 10_000,
         timeout: float = 5.0,
         http_client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         parts = urlsplit(endpoint)
         loopback = (parts.hostname or "") in ("localhost", "127.0.0.1", "::1")
@@ -78,13 +82,15 @@ class IntrospectionVerifier:
         self.timeout = timeout
         self._client = http_client
         self._owns_client = http_client is None
+        self._clock = clock
+        self._wall_clock = wall_clock
         self._cache: OrderedDict[bytes, tuple[float, _Claims]] = OrderedDict()
         self._pending: dict[bytes, asyncio.Future[_Claims]] = {}
 
     async def verify(self, token: str, resource: str) -> Principal:
         """The principal of an active token issued for ``resource``."""
         claims = await self._claims(token)
-        now = time.time()
+        now = self._wall_clock()
         exp, nbf = _number(claims.get("exp")), _number(claims.get("nbf"))
         if exp is not None and exp < now - self.leeway:
             raise TokenVerificationError("the access token has expired")
@@ -111,7 +117,7 @@ class IntrospectionVerifier:
         key = hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
         cached = self._cache.get(key)
         if cached is not None:
-            if cached[0] > time.monotonic():
+            if cached[0] > self._clock():
                 self._cache.move_to_end(key)
                 return cached[1]
             del self._cache[key]
@@ -133,10 +139,10 @@ class IntrospectionVerifier:
         ttl = self.cache_ttl
         exp = _number(claims.get("exp"))
         if exp is not None:
-            ttl = min(ttl, exp - time.time())
+            ttl = min(ttl, exp - self._wall_clock())
         if ttl <= 0 or self.cache_size <= 0:
             return
-        self._cache[key] = (time.monotonic() + ttl, claims)
+        self._cache[key] = (self._clock() + ttl, claims)
         self._cache.move_to_end(key)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)

@@ -10,7 +10,8 @@ section 2, OAuth 2.1 section 5.2, RFC 9068 section 4).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
@@ -55,6 +56,7 @@ class JWTVerifier:
     the transport serves (set ``HTTPSettings.resource_url`` in production, so it
     does not come from the request's Host header). ``token_type`` (e.g.
     ``"at+jwt"``, RFC 9068 section 2.1) additionally requires that ``typ``.
+    ``jwks_clock`` (monotonic seconds) times the JWK set cache; tests drive it by hand.
     """
 
     def __init__(
@@ -73,6 +75,7 @@ class JWTVerifier:
         jwks_ttl: float = 300.0,
         jwks_min_refresh_interval: float = 30.0,
         http_client: httpx.AsyncClient | None = None,
+        jwks_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         issuers = [issuer] if isinstance(issuer, str) else list(issuer)
         if not issuers or not all(isinstance(item, str) and item for item in issuers):
@@ -96,6 +99,7 @@ class JWTVerifier:
                 ttl=jwks_ttl,
                 min_refresh_interval=jwks_min_refresh_interval,
                 http_client=http_client,
+                clock=jwks_clock,
             )
         self.algorithms = self._allowed(algorithms, secret is not None)
         self.audience = [audience] if isinstance(audience, str) else list(audience or ())

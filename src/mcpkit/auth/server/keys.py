@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -117,7 +118,10 @@ def load_keys(source: Any) -> list[VerificationKey]:
 
 
 class JWKSCache:
-    """The keys of a JWK set URL, or of the ``jwks_uri`` an issuer's metadata names."""
+    """The keys of a JWK set URL, or of the ``jwks_uri`` an issuer's metadata names.
+
+    ``clock`` (monotonic seconds) times the TTL and the refresh interval; tests drive it by hand.
+    """
 
     def __init__(
         self,
@@ -129,6 +133,7 @@ class JWKSCache:
         min_refresh_interval: float = 30.0,
         max_bytes: int = 512 * 1024,
         http_client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if url is None and issuer is None:
             raise ValueError("a JWK set needs its URL or the issuer to discover it from")
@@ -139,6 +144,7 @@ class JWKSCache:
         self.min_refresh_interval = min_refresh_interval
         self.max_bytes = max_bytes
         self._client = http_client
+        self._clock = clock
         self._keys: list[VerificationKey] | None = None
         self._expires = 0.0
         self._attempted = float("-inf")
@@ -146,13 +152,13 @@ class JWKSCache:
 
     async def keys(self, *, unknown_kid: bool = False) -> list[VerificationKey]:
         """The current keys; ``unknown_kid`` asks for a (rate-limited) early refresh."""
-        started = time.monotonic()
+        started = self._clock()
         # A fetch in flight is worth waiting for when we have no keys or lack the one we need.
         in_flight = self._lock.locked() and (unknown_kid or self._keys is None)
         if in_flight or self._stale(started, unknown_kid):
             async with self._lock:
                 # Whoever held the lock may have refreshed already: one fetch for all waiters.
-                if self._attempted < started and self._stale(time.monotonic(), unknown_kid):
+                if self._attempted < started and self._stale(self._clock(), unknown_kid):
                     await self._refresh()
         if self._keys is None:
             raise VerifierUnavailableError("the JWK set could not be fetched")
@@ -166,7 +172,7 @@ class JWKSCache:
         return unknown_kid and now - self._attempted >= self.min_refresh_interval
 
     async def _refresh(self) -> None:
-        self._attempted = time.monotonic()
+        self._attempted = self._clock()
         try:
             async with asyncio.timeout(self.timeout):
                 keys = await self._fetch()
