@@ -87,7 +87,15 @@ PUBLIC: dict[str, list[str]] = {
         "metadata_url",
         "parse_bearer",
     ],
-    "mcpkit.client": ["Client", "ClientHandlers", "ClientSession", "StdioServerParameters", "stdio_client"],
+    "mcpkit.client": [
+        "Client",
+        "ClientHandlers",
+        "ClientOptions",
+        "ClientSession",
+        "InProcessServer",
+        "StdioServerParameters",
+        "stdio_client",
+    ],
     "mcpkit.host": [
         "ApprovalRequest",
         "AuditLog",

@@ -2,7 +2,16 @@
 
 from .client import Client
 from .dispatch import ClientHandlers
+from .options import ClientOptions, InProcessServer
 from .session import ClientSession
 from .stdio import StdioServerParameters, stdio_client
 
-__all__ = ["Client", "ClientHandlers", "ClientSession", "StdioServerParameters", "stdio_client"]
+__all__ = [
+    "Client",
+    "ClientHandlers",
+    "ClientOptions",
+    "ClientSession",
+    "InProcessServer",
+    "StdioServerParameters",
+    "stdio_client",
+]

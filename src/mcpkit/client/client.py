@@ -1,4 +1,4 @@
-"""``Client``: connect to a server (stdio command, in-memory server) and use it."""
+"""``Client``: connect to a server (stdio command, HTTP endpoint, in-memory server, channel) and use it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -29,9 +30,7 @@ from .dispatch import (
     RootsProvider,
     SamplingHandler,
 )
-
-if TYPE_CHECKING:
-    from ..server.app import MCPServer
+from .options import ClientOptions, InProcessServer, ProtocolMode
 
 __all__ = ["Client", "ProtocolMode", "Subscription"]
 
@@ -50,20 +49,83 @@ class _InputRequired(msgspec.Struct, rename="camel"):
 _peek = msgspec.json.Decoder(_InputRequired)
 
 R = TypeVar("R")
-ProtocolMode = Literal["auto", "legacy", "modern"] | str
+HTTPTransport: TypeAlias = Literal["auto", "streamable-http", "sse"]
 
 # Era verdicts per server command (2026-07-28 basic/versioning: clients SHOULD
 # cache the era for the lifetime of the server process; we keep it per command).
 _ERA_CACHE: dict[tuple[str, ...], ProtocolVersion] = {}
 
 
+# -- targets: what a client connects to, one kind each -----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Stdio:
+    """A command to spawn; a string is split like a shell would, but never run by one."""
+
+    command: str | Sequence[str]
+    env: Mapping[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    stderr: Any = None
+
+    def argv(self) -> list[str]:
+        command = self.command
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+        if not argv:
+            raise ValueError("empty command")
+        if len(argv) == 1 and argv[0].endswith(".py"):
+            argv = [sys.executable, argv[0]]
+        return argv
+
+    async def open(self) -> Channel:
+        from ..transports.stdio import open_process_channel
+
+        argv = self.argv()
+        return await open_process_channel(argv[0], argv[1:], env=self.env, cwd=self.cwd, stderr=self.stderr)
+
+
+@dataclass(frozen=True, slots=True)
+class _HTTP:
+    url: str
+    headers: dict[str, str]
+    transport: HTTPTransport = "auto"
+    #: An ``httpx.Auth``, e.g. ``mcpkit.auth.OAuthClientAuth``.
+    auth: Any = None
+
+    async def open(self, transport: str) -> Channel:
+        from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
+
+        if transport == "sse":
+            sse = SSEClientChannel(self.url, headers=self.headers, auth=self.auth)
+            await sse.connect()
+            return sse
+        return StreamableHTTPChannel(self.url, headers=self.headers, auth=self.auth)
+
+
+@dataclass(frozen=True, slots=True)
+class _Memory:
+    server: InProcessServer
+
+
+@dataclass(frozen=True, slots=True)
+class _Over:
+    channel: Channel
+
+
+_Target: TypeAlias = _Stdio | _HTTP | _Memory | _Over
+
+
+def _is_url(target: object) -> TypeGuard[str]:
+    return isinstance(target, str) and target.startswith(("http://", "https://"))
+
+
 class Client:
     """An MCP client.
 
     ``target`` is an :class:`MCPServer` (connected in memory), a command line
-    (a string, split like a shell would but never run by one, or a list), or a
-    Python file path (run with this interpreter). Use as an async context
-    manager::
+    (a string, split like a shell would but never run by one, or a list), a
+    Python file path (run with this interpreter), an ``http(s)://`` URL, or an
+    open channel. Use as an async context manager::
 
         async with Client(["python", "server.py"]) as client:
             tools = await client.list_tools()
@@ -72,11 +134,16 @@ class Client:
     ``protocol`` is ``"auto"`` (probe with ``server/discover``, fall back to
     ``initialize``), ``"legacy"`` (handshake at the newest legacy revision),
     ``"modern"``, or a revision string such as ``"2025-06-18"``.
+
+    The other keywords are the fields of :class:`ClientOptions` and the target's
+    own (``env``, ``cwd``, ``stderr`` for a command; ``headers``, ``transport``,
+    ``auth`` for a URL). :meth:`stdio`, :meth:`http`, :meth:`memory` and
+    :meth:`over` build a client of one kind, taking a :class:`ClientOptions`.
     """
 
     def __init__(
         self,
-        target: MCPServer | Channel | str | Sequence[str],
+        target: InProcessServer | Channel | str | Sequence[str],
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
@@ -93,34 +160,113 @@ class Client:
         stderr: Any = None,
         max_input_rounds: int = 8,
         headers: Mapping[str, str] | None = None,
-        transport: Literal["auto", "streamable-http", "sse"] = "auto",
+        transport: HTTPTransport = "auto",
         auth: Any = None,
         channel_wrapper: Callable[[Channel], Channel] | None = None,
     ) -> None:
-        self._target = target
-        self._env = env
-        self._cwd = cwd
-        self._protocol = protocol
-        self.client_info = client_info or t.Implementation(name="mcpkit", version=__version__)
-        self.timeout = timeout
-        self.probe_timeout = probe_timeout
-        self.handlers = ClientHandlers(
-            sampling=sampling_handler,
-            elicitation=elicitation_handler,
+        options = ClientOptions(
+            protocol=protocol,
+            client_info=client_info,
+            timeout=timeout,
+            probe_timeout=probe_timeout,
+            sampling_handler=sampling_handler,
+            elicitation_handler=elicitation_handler,
             roots=roots,
-            on_log=log_handler,
-            on_notification=notification_handler,
+            log_handler=log_handler,
+            notification_handler=notification_handler,
+            log_level=log_level,
+            max_input_rounds=max_input_rounds,
+            channel_wrapper=channel_wrapper,
         )
-        self.log_level = log_level
+        kind: _Target
+        # The order matters: a channel may also have connect() (SSE), a URL is a str.
+        if _is_channel(target):
+            kind = _Over(target)
+        elif _is_url(target):
+            kind = _HTTP(target, dict(headers or {}), transport, auth)
+        elif isinstance(target, InProcessServer):
+            kind = _Memory(target)
+        else:
+            kind = _Stdio(target, env, cwd, stderr)  # type: ignore[arg-type]
+        self._setup(kind, options)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Any = None,
+        options: ClientOptions | None = None,
+    ) -> Client:
+        """A client that spawns ``command args...`` and talks to it over stdin/stdout.
+
+        No shell is involved. A lone ``.py`` path runs with this interpreter.
+        ``stderr`` is where the server's stderr goes: a file, or a function
+        called with each chunk of bytes (this process's stderr by default).
+        """
+        return cls._of(_Stdio([command, *args], env, cwd, stderr), options)
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        transport: HTTPTransport = "auto",
+        auth: Any = None,
+        options: ClientOptions | None = None,
+    ) -> Client:
+        """A client of the server at an ``http(s)://`` endpoint.
+
+        ``transport="auto"`` speaks Streamable HTTP and falls back to the
+        2024-11-05 HTTP+SSE transport when the server does not know it;
+        ``"sse"`` uses HTTP+SSE from the start. ``headers`` go with every
+        request; ``auth`` is an ``httpx.Auth`` such as
+        :class:`~mcpkit.auth.OAuthClientAuth`.
+        """
+        if not _is_url(url):
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        return cls._of(_HTTP(url, dict(headers or {}), transport, auth), options)
+
+    @classmethod
+    def memory(cls, server: InProcessServer, options: ClientOptions | None = None) -> Client:
+        """A client of ``server`` (an :class:`MCPServer`) in this process, over an in-memory channel.
+
+        The server's lifespan is entered while the client is connected.
+        """
+        return cls._of(_Memory(server), options)
+
+    @classmethod
+    def over(cls, channel: Channel, options: ClientOptions | None = None) -> Client:
+        """A client speaking over an already open ``channel`` (closed when the client closes)."""
+        return cls._of(_Over(channel), options)
+
+    @classmethod
+    def _of(cls, target: _Target, options: ClientOptions | None) -> Client:
+        client = cls.__new__(cls)
+        client._setup(target, options if options is not None else ClientOptions())
+        return client
+
+    def _setup(self, target: _Target, options: ClientOptions) -> None:
+        #: What this client was built with (its target aside).
+        self.options = options
+        self._target = target
+        self.client_info = options.client_info or t.Implementation(name="mcpkit", version=__version__)
+        self.timeout = options.timeout
+        self.probe_timeout = options.probe_timeout
+        self.handlers = ClientHandlers(
+            sampling=options.sampling_handler,
+            elicitation=options.elicitation_handler,
+            roots=options.roots,
+            on_log=options.log_handler,
+            on_notification=options.notification_handler,
+        )
+        self.log_level = options.log_level
         #: Modern multi round-trip requests give up after this many input rounds.
-        self.max_input_rounds = max_input_rounds
-        self._stderr = stderr
-        self._headers = dict(headers or {})
-        #: An ``httpx.Auth`` for HTTP targets, e.g. ``mcpkit.auth.OAuthClientAuth``.
-        self._auth = auth
-        #: Wraps every channel the client opens (recording, tracing, fault injection).
-        self._channel_wrapper = channel_wrapper
-        self._transport = transport
+        self.max_input_rounds = options.max_input_rounds
         self._session: Engine | None = None
         self._listens = 0
         self._reader: asyncio.Task[None] | None = None
@@ -152,60 +298,41 @@ class Client:
 
     async def _start(self) -> None:
         self._stack = contextlib.AsyncExitStack()
-        channel = await self._open_channel()
-        if self._channel_wrapper is not None:
-            channel = self._channel_wrapper(channel)
+        self._attach(await self._open_channel())
+
+    def _attach(self, channel: Channel) -> None:
+        wrapper = self.options.channel_wrapper
+        if wrapper is not None:
+            channel = wrapper(channel)
         self._session = Engine(channel, self.handlers, request_timeout=self.timeout)
         self._reader = asyncio.create_task(self._session.run())
 
     async def _open_channel(self) -> Channel:
-        from ..server.app import MCPServer
-
         target = self._target
-        if _is_channel(target):
-            return target  # type: ignore[return-value]
-        if isinstance(target, str) and target.startswith(("http://", "https://")):
-            return await self._open_http(target, self._transport)
-        if isinstance(target, MCPServer):
+        if isinstance(target, _Over):
+            return target.channel
+        if isinstance(target, _HTTP):
+            return await target.open(target.transport)
+        if isinstance(target, _Memory):
             ours, theirs = memory_channel_pair()
-            server = target
+            server = target.server
             await self._stack.enter_async_context(server.running())  # type: ignore[union-attr]
-            session = server.connect(theirs)
-            self._server_task = asyncio.create_task(session.run())
+            self._server_task = asyncio.create_task(server.connect(theirs).run())
             return ours
-        from ..transports.stdio import open_process_channel
-
-        argv = self.command_line()
-        return await open_process_channel(
-            argv[0], argv[1:], env=self._env, cwd=self._cwd, stderr=self._stderr
-        )
-
-    async def _open_http(self, url: str, transport: str) -> Channel:
-        from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
-
-        if transport == "sse":
-            sse = SSEClientChannel(url, headers=self._headers, auth=self._auth)
-            await sse.connect()
-            return sse
-        return StreamableHTTPChannel(url, headers=self._headers, auth=self._auth)
+        return await target.open()
 
     @property
     def _url(self) -> str | None:
-        target = self._target
-        return target if isinstance(target, str) and target.startswith(("http://", "https://")) else None
+        return self._target.url if isinstance(self._target, _HTTP) else None
 
     def command_line(self) -> list[str]:
         """The argv this client spawns."""
-        target = self._target
-        argv = shlex.split(target) if isinstance(target, str) else list(target)  # type: ignore[arg-type]
-        if not argv:
-            raise ValueError("empty command")
-        if len(argv) == 1 and argv[0].endswith(".py"):
-            argv = [sys.executable, argv[0]]
-        return argv
+        if not isinstance(self._target, _Stdio):
+            raise TypeError("this client does not spawn a command")
+        return self._target.argv()
 
     async def _negotiate(self) -> None:
-        mode = self._protocol
+        mode = self.options.protocol
         if mode == "legacy":
             await self._initialize_or_fall_back(LATEST_LEGACY)
             return
@@ -224,7 +351,7 @@ class Client:
         key: tuple[str, ...] = ()
         if self._url is not None:
             key = ("url", self._url)  # HTTP: cached per origin and endpoint
-        elif isinstance(self._target, str | list | tuple):
+        elif isinstance(self._target, _Stdio):
             key = tuple(self.command_line())
         cached = _ERA_CACHE.get(key) if key else None
         if cached is not None:
@@ -243,9 +370,10 @@ class Client:
         except MCPError:
             channel = self._session.channel if self._session is not None else None
             status = getattr(channel, "last_status", None)
-            if self._url is None or self._transport != "auto" or status not in (400, 404, 405):
+            target = self._target
+            if not isinstance(target, _HTTP) or target.transport != "auto" or status not in (400, 404, 405):
                 raise
-            await self._switch_channel(await self._open_http(self._url, "sse"))
+            await self._switch_channel(await target.open("sse"))
             await self._initialize(version)
 
     async def _switch_channel(self, channel: Channel) -> None:
@@ -253,10 +381,7 @@ class Client:
             await self._session.shutdown(grace=0)
         if self._reader is not None:
             self._reader.cancel()
-        if self._channel_wrapper is not None:
-            channel = self._channel_wrapper(channel)
-        self._session = Engine(channel, self.handlers, request_timeout=self.timeout)
-        self._reader = asyncio.create_task(self._session.run())
+        self._attach(channel)
 
     async def _discover(self, version: ProtocolVersion, *, probe: bool) -> bool:
         """Try ``server/discover``; True when the server is modern (stdio "Backward Compatibility")."""
@@ -582,5 +707,5 @@ class Subscription:
             await self._task
 
 
-def _is_channel(target: object) -> bool:
+def _is_channel(target: object) -> TypeGuard[Channel]:
     return all(callable(getattr(target, name, None)) for name in ("read", "write", "drain", "close"))

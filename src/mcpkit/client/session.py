@@ -13,6 +13,7 @@ from ..protocol import types as t
 from ..protocol.versions import LATEST_LEGACY, ProtocolVersion
 from ..session.channel import Channel
 from .client import Client
+from .options import ClientOptions
 
 __all__ = ["ClientSession"]
 
@@ -50,8 +51,7 @@ class ClientSession:
             if isinstance(read_timeout_seconds, timedelta)
             else read_timeout_seconds
         )
-        self._client = Client(
-            read_stream,
+        options = ClientOptions(
             protocol=str(protocol_version),
             client_info=client_info,
             timeout=timeout if timeout is not None else 60.0,
@@ -63,6 +63,7 @@ class ClientSession:
             if message_handler
             else None,
         )
+        self._client = Client.over(read_stream, options)
         self.initialize_result: t.InitializeResult | None = None
 
     async def __aenter__(self) -> ClientSession:

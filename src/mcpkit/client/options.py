@@ -1,0 +1,74 @@
+"""What a :class:`Client` is given whatever it connects to, and what it can serve in memory."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..protocol import types as t
+from ..session.channel import Channel
+from .dispatch import ElicitationHandler, LogHandler, NotificationHandler, RootsProvider, SamplingHandler
+
+__all__ = ["ClientOptions", "InProcessServer", "ProtocolMode"]
+
+ProtocolMode = Literal["auto", "legacy", "modern"] | str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientOptions:
+    """The settings of a :class:`Client` that do not depend on its target.
+
+    One value serves every constructor (:meth:`Client.stdio`,
+    :meth:`Client.http`, :meth:`Client.memory`, :meth:`Client.over`); the
+    keywords of ``Client(target, ...)`` are these fields plus the target's own.
+    """
+
+    #: ``"auto"`` (probe with ``server/discover``, fall back to ``initialize``),
+    #: ``"legacy"`` (the newest legacy revision), ``"modern"``, or a revision
+    #: string such as ``"2025-06-18"``.
+    protocol: ProtocolMode = "auto"
+    #: Sent as ``clientInfo``; mcpkit's own name and version when not given.
+    client_info: t.Implementation | None = None
+    #: Seconds a request may take (``None``: no limit).
+    timeout: float | None = 60.0
+    #: Seconds the ``auto`` era probe waits before falling back to ``initialize``.
+    probe_timeout: float = 10.0
+    #: Answers the server's ``sampling/createMessage`` requests.
+    sampling_handler: SamplingHandler | None = None
+    #: Answers the server's ``elicitation/create`` requests.
+    elicitation_handler: ElicitationHandler | None = None
+    #: The roots offered to the server (a list, or a function returning one).
+    roots: RootsProvider | None = None
+    #: Receives the server's log messages.
+    log_handler: LogHandler | None = None
+    #: Receives every other notification, as ``(method, params)``.
+    notification_handler: NotificationHandler | None = None
+    #: Asks the server for log messages at this level and above.
+    log_level: t.LoggingLevel | None = None
+    #: Modern multi round-trip requests give up after this many input rounds.
+    max_input_rounds: int = 8
+    #: Wraps every channel the client opens (recording, tracing, fault injection).
+    channel_wrapper: Callable[[Channel], Channel] | None = None
+
+
+class _Serving(Protocol):
+    async def run(self) -> None: ...
+
+
+@runtime_checkable
+class InProcessServer(Protocol):
+    """A server in this process that a client can talk to over an in-memory channel.
+
+    :class:`~mcpkit.MCPServer` is one. The client enters :meth:`running` for the
+    lifetime of the connection and runs what :meth:`connect` returns.
+    """
+
+    def running(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The server's lifespan, entered once per client connection."""
+        ...
+
+    def connect(self, channel: Channel) -> _Serving:
+        """Serve one connection over ``channel``; awaiting ``run()`` serves it to the end."""
+        ...
