@@ -41,7 +41,12 @@ STEP = 5.0  # the longest any single expected thing may take to happen
 
 
 class TestDispatcher:
-    """Answers requests from ``handlers`` (method -> coroutine), records notifications."""
+    """Answers requests from ``handlers`` (method -> coroutine), records notifications.
+
+    Built on ``Dispatcher`` in session/engine.py: requests are "decoded" to the
+    envelope itself, nothing is answered on the read path, every request runs
+    its handler.
+    """
 
     __test__ = False  # not a test class, despite the name
 
@@ -50,21 +55,33 @@ class TestDispatcher:
         self.notifications: list[tuple[str, Any]] = []
         self.noted = asyncio.Event()
         self.batches = batches
+        self.input_ended = asyncio.Event()
 
-    async def handle_request(self, session: Engine, request: Request) -> Any:
+    def decode(self, request: Request) -> Request:
+        return request
+
+    def answer_now(self, request: Request) -> Any:
+        return None
+
+    async def handle(self, engine: Engine[Any], request: Request) -> Any:
         handler = self.handlers.get(request.method)
         if handler is None:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {request.method}")
         params = jsonrpc.decode_raw(request.params) if request.params is not None else {}
-        return await handler(session, request, params)
+        return await handler(engine, request, params)
 
-    async def handle_notification(self, session: Engine, notification: Notification) -> None:
+    handle_request = handle  # the protocol's name for it before decode()/handle()
+
+    async def handle_notification(self, engine: Engine[Any], notification: Notification) -> None:
         params = jsonrpc.decode_raw(notification.params) if notification.params is not None else None
         self.notifications.append((notification.method, params))
         self.noted.set()
 
     def batches_allowed(self) -> bool:
         return self.batches
+
+    def input_closed(self) -> None:
+        self.input_ended.set()
 
 
 async def _pong(session: Engine, request: Request, params: dict[str, Any]) -> Any:
@@ -531,13 +548,15 @@ async def test_in_flight_handlers_finish_within_the_grace_and_their_answers_are_
     gate = Gate()
     closed: list[str] = []
     ours, theirs = memory_channel_pair()
-    engine = Engine(ours, TestDispatcher({"slow": gate}), shutdown_grace=STEP)
+    dispatcher = TestDispatcher({"slow": gate})
+    engine = Engine(ours, dispatcher, shutdown_grace=STEP)
     engine.on_close.append(lambda: closed.append("closed"))
     runner = asyncio.create_task(engine.run())
     wire = Wire(theirs)
     wire.request(1, "slow")
     await until(gate.started)
     await theirs.close()  # EOF: the engine winds down, but lets the handler finish
+    await until(dispatcher.input_ended)  # the dispatcher is told no more input will come
     assert not engine.closed
     gate.release.set()
     assert await wire.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"gate": "open"}}
