@@ -64,6 +64,7 @@ PUBLIC: dict[str, list[str]] = {
         "InMemoryTokenStore",
         "OAuthClientAuth",
         "OAuthError",
+        "OAuthOptions",
         "ProtectedResourceMetadata",
         "RegistrationError",
         "TokenError",

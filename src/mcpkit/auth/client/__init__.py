@@ -25,6 +25,7 @@ from .errors import (
 from .handlers import AuthorizationHandler, BrowserAuthorizationHandler, HeadlessAuthorizationHandler
 from .metadata import AuthServerMetadata, ProtectedResourceMetadata
 from .oauth import OAuthClientAuth
+from .options import OAuthOptions
 from .store import FileTokenStore, InMemoryTokenStore, TokenStore
 from .tokens import ClientRegistration, TokenSet
 from .urlpolicy import UrlPolicy
@@ -42,6 +43,7 @@ __all__ = [
     "InMemoryTokenStore",
     "OAuthClientAuth",
     "OAuthError",
+    "OAuthOptions",
     "ProtectedResourceMetadata",
     "RegistrationError",
     "TokenError",

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, Generator, Sequence
+from collections.abc import AsyncGenerator, Generator
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Unpack
 from urllib.parse import urlsplit
 
 import httpx
@@ -44,6 +44,7 @@ from .metadata import (
     parse_auth_server_metadata,
     parse_protected_resource_metadata,
 )
+from .options import OAuthOptions, OAuthSettings
 from .scopes import covers, format_scope, initial_scopes, union_scopes
 from .store import InMemoryTokenStore, TokenStore
 from .tokens import TokenSet, oauth_error, parse_token_response
@@ -91,23 +92,20 @@ class OAuthBase(httpx.Auth):
         self,
         server_url: str | None = None,
         *,
-        scopes: Sequence[str] | None = None,
-        token_store: TokenStore | None = None,
-        allow_loopback: bool | None = None,
-        allow_private: bool = False,
-        allow_insecure_http: bool = False,
-        resolve_hostnames: bool = True,
-        max_authorization_attempts: int = 3,
-        timeout: float = 30.0,
-        refresh_margin: float = 30.0,
+        options: OAuthOptions | None = None,
+        **settings: Unpack[OAuthSettings],
     ) -> None:
+        options = (options or OAuthOptions()).with_settings(settings)
+        #: What this client was configured with (keywords applied).
+        self.options = options
         self.server_url = canonical_server_url(server_url) if server_url else None
-        self.scopes = list(scopes) if scopes else None
-        self.token_store: TokenStore = token_store if token_store is not None else InMemoryTokenStore()
-        self.max_authorization_attempts = max_authorization_attempts
-        self.timeout = timeout
-        self.refresh_margin = refresh_margin
-        self._allow = (allow_loopback, allow_private, allow_insecure_http, resolve_hostnames)
+        self.scopes = list(options.scopes) if options.scopes else None
+        self.token_store: TokenStore = (
+            options.token_store if options.token_store is not None else InMemoryTokenStore()
+        )
+        self.max_authorization_attempts = options.max_authorization_attempts
+        self.timeout = options.timeout
+        self.refresh_margin = options.refresh_margin
         self._policy: UrlPolicy | None = None
         #: The current discovery result, the tokens for it (None until discovery ran).
         self.binding: Binding | None = None
@@ -128,7 +126,8 @@ class OAuthBase(httpx.Auth):
         if self.server_url is None:
             self.server_url = str(url.copy_with(query=None, fragment=None))
         if self._policy is None:
-            loopback, private, insecure, resolve = self._allow
+            options = self.options
+            loopback = options.allow_loopback
             if loopback is None:
                 # Documented rule: loopback AS/metadata only when the MCP server itself is loopback.
                 try:
@@ -138,10 +137,10 @@ class OAuthBase(httpx.Auth):
                     loopback = False
             self._policy = UrlPolicy(
                 allow_loopback=loopback,
-                allow_private=private,
-                allow_insecure_http=insecure,
+                allow_private=options.allow_private,
+                allow_insecure_http=options.allow_insecure_http,
                 trusted_origins=frozenset({origin_of(self.server_url)}),
-                resolve=resolve,
+                resolve=options.resolve_hostnames,
             )
         return self.server_url
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from ._base import Binding, OAuthBase
 from ._http import Step
+from .options import OAuthOptions, OAuthSettings
 from .registration import basic_authorization
 from .scopes import format_scope
-from .store import TokenStore
 from .tokens import TokenSet
 
 __all__ = ["JWT_BEARER_ASSERTION", "ClientCredentialsAuth"]
@@ -49,6 +48,9 @@ class ClientCredentialsAuth(OAuthBase):
     ``private_key_jwt`` assertion with ``signing_algorithm``, inferred from the key
     when None) or ``client_secret`` (``client_secret_basic`` unless
     ``token_endpoint_auth_method="client_secret_post"``).
+
+    Scopes, token storage, URL safety and limits are as for :class:`OAuthClientAuth`:
+    the fields of :class:`OAuthOptions`, as keywords or as ``options`` (keywords win).
     """
 
     def __init__(
@@ -62,28 +64,10 @@ class ClientCredentialsAuth(OAuthBase):
         key_id: str | None = None,
         token_endpoint_auth_method: str | None = None,
         assertion_lifetime: float = 60.0,
-        scopes: Sequence[str] | None = None,
-        token_store: TokenStore | None = None,
-        allow_loopback: bool | None = None,
-        allow_private: bool = False,
-        allow_insecure_http: bool = False,
-        resolve_hostnames: bool = True,
-        max_authorization_attempts: int = 3,
-        timeout: float = 30.0,
-        refresh_margin: float = 30.0,
+        options: OAuthOptions | None = None,
+        **settings: Unpack[OAuthSettings],
     ) -> None:
-        super().__init__(
-            server_url,
-            scopes=scopes,
-            token_store=token_store,
-            allow_loopback=allow_loopback,
-            allow_private=allow_private,
-            allow_insecure_http=allow_insecure_http,
-            resolve_hostnames=resolve_hostnames,
-            max_authorization_attempts=max_authorization_attempts,
-            timeout=timeout,
-            refresh_margin=refresh_margin,
-        )
+        super().__init__(server_url, options=options, **settings)
         if (private_key is None) == (client_secret is None):
             raise ValueError("give exactly one of private_key and client_secret")
         self.client_id = client_id

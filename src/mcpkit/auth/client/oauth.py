@@ -17,8 +17,8 @@ different issuer is an error, as MCP "Authorization Server Binding" advises.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Unpack
 from urllib.parse import urlsplit
 
 import httpx
@@ -29,6 +29,7 @@ from .authcode import AuthorizationRequest, authorization_url, validate_authoriz
 from .errors import RegistrationError
 from .handlers import AuthorizationHandler, HeadlessAuthorizationHandler
 from .metadata import require_pkce_s256
+from .options import OAuthOptions, OAuthSettings
 from .pkce import PKCE, make_state
 from .registration import (
     SECRET_METHODS,
@@ -38,7 +39,6 @@ from .registration import (
     registration_request,
 )
 from .scopes import format_scope, with_offline_access
-from .store import TokenStore
 from .tokens import ClientRegistration, TokenSet, oauth_error
 
 __all__ = ["OAuthClientAuth"]
@@ -69,6 +69,8 @@ class OAuthClientAuth(OAuthBase):
     ``offline_access`` adds that scope when the AS lists it. At most
     ``max_authorization_attempts`` authorizations run per request; tokens are
     refreshed ``refresh_margin`` seconds before expiry (at most half their lifetime).
+    These settings, shared with :class:`ClientCredentialsAuth`, are the fields of
+    :class:`OAuthOptions`: give them as keywords or as ``options`` (keywords win).
     One instance serves one event loop.
     """
 
@@ -84,29 +86,11 @@ class OAuthClientAuth(OAuthBase):
         client_metadata_url: str | None = None,
         client_name: str = "mcpkit",
         client_metadata: Mapping[str, Any] | None = None,
-        scopes: Sequence[str] | None = None,
         offline_access: bool = True,
-        token_store: TokenStore | None = None,
-        allow_loopback: bool | None = None,
-        allow_private: bool = False,
-        allow_insecure_http: bool = False,
-        resolve_hostnames: bool = True,
-        max_authorization_attempts: int = 3,
-        timeout: float = 30.0,
-        refresh_margin: float = 30.0,
+        options: OAuthOptions | None = None,
+        **settings: Unpack[OAuthSettings],
     ) -> None:
-        super().__init__(
-            server_url,
-            scopes=scopes,
-            token_store=token_store,
-            allow_loopback=allow_loopback,
-            allow_private=allow_private,
-            allow_insecure_http=allow_insecure_http,
-            resolve_hostnames=resolve_hostnames,
-            max_authorization_attempts=max_authorization_attempts,
-            timeout=timeout,
-            refresh_margin=refresh_margin,
-        )
+        super().__init__(server_url, options=options, **settings)
         if client_secret is not None and client_id is None:
             raise ValueError("client_secret needs client_id")
         if token_endpoint_auth_method not in (None, *SECRET_METHODS, "none"):
