@@ -147,6 +147,13 @@ def data_events(events: list[SSEEvent]) -> list[SSEEvent]:
     return [e for e in events if e.data]
 
 
+async def handler_done(live: LiveServer, session_id: str, request_id: int) -> None:
+    """Wait until the session's handler for ``request_id`` has answered (into the stream's history)."""
+    session = live.app.sessions.get(session_id)
+    assert session is not None
+    await eventually(lambda: not session.engine.in_flight(request_id))
+
+
 async def cut_after_first_message(
     client: httpx.AsyncClient, session_id: str, request_id: int, seconds: float, token: str
 ) -> list[SSEEvent]:
@@ -194,7 +201,8 @@ async def test_legacy_resume_with_last_event_id(live: LiveServer, when: str) -> 
         session_id = await open_session(client)
         seen = await cut_after_first_message(client, session_id, 5, 0.8, "tok")
         if when == "after-the-result":
-            await asyncio.sleep(1.2)  # the handler went on without the client (no cancellation in 2025)
+            # The handler goes on without the client (no cancellation in 2025): wait until it answered.
+            await handler_done(live, session_id, 5)
         async with resume(client, session_id, seen[-1].id or "") as events:
             resumed = await read_until_final(events)
         check_rest(seen, resumed, 5, 0.8, "tok")
@@ -209,7 +217,8 @@ async def test_legacy_resume_replays_only_that_stream(live: LiveServer) -> None:
             cut_after_first_message(client, session_id, 2, 0.7, "tok-b"),
         )
         assert seen_a[-1].id != seen_b[-1].id
-        await asyncio.sleep(0.9)
+        await handler_done(live, session_id, 1)
+        await handler_done(live, session_id, 2)
         async with resume(client, session_id, seen_b[-1].id or "") as events:
             resumed_b = await read_until_final(events)
         async with resume(client, session_id, seen_a[-1].id or "") as events:
@@ -225,7 +234,8 @@ async def test_legacy_resumed_stream_priming_id_loses_nothing(live: LiveServer) 
         session_id = await open_session(client)
         # sleep(1.0) sends progress 0 and a log message at once, then works for 1 s.
         seen = await cut_after_first_message(client, session_id, 9, 1.0, "tok")
-        await asyncio.sleep(0.1)  # the log message is now waiting to be replayed
+        # Wait until the log message (after the progress note) is waiting to be replayed.
+        await eventually(lambda: live.app.sessions.get(session_id).request_streams[9].seq >= 2)  # type: ignore[union-attr]
         async with resume(client, session_id, seen[-1].id or "") as events:
             priming = await anext(events)
         assert priming.data == "" and priming.id

@@ -111,11 +111,16 @@ async def test_sigterm_drains_in_flight_requests(subprocess_env: dict[str, str])
         assert not any(c.done() for c in calls)
         proc.send_signal(signal.SIGTERM)
         terminated = time.monotonic()
-        await asyncio.sleep(0.2)
 
         # During the drain: new work is refused with 503 + Retry-After, on new connections
         # and on existing sessions alike.
         async with httpx.AsyncClient(base_url=base, timeout=5) as newcomer:
+            async with asyncio.timeout(5):  # until the server has taken the signal in
+                while True:
+                    headers, body = modern_call(99, "echo", {"text": "probe"})
+                    if (await newcomer.post("/mcp", json=body, headers=headers)).status_code == 503:
+                        break
+                    await asyncio.sleep(0.02)
             headers, body = modern_call(100, "echo", {"text": "late"})
             late_modern = await newcomer.post("/mcp", json=body, headers=headers)
             late_init = await newcomer.post("/mcp", json=initialize(), headers=legacy_headers(version=None))
@@ -156,11 +161,13 @@ async def test_sigterm_ends_legacy_sse_streams_after_their_calls(subprocess_env:
         await client.post(
             endpoint, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
         )
-        await client.post(endpoint, json=legacy_call(1, "sleep", {"seconds": SECONDS}), headers=headers)
-        await asyncio.sleep(0.3)
+        call = legacy_call(1, "sleep", {"seconds": SECONDS}, progress_token="p1")
+        await client.post(endpoint, json=call, headers=headers)
+        messages = []
+        while not messages or messages[-1].get("method") != "notifications/progress":
+            messages.append((await anext(events)).json())  # until the handler reports it is running
         proc.send_signal(signal.SIGTERM)
         terminated = time.monotonic()
-        messages = []
         async with asyncio.timeout(SECONDS + 4):
             async for event in events:  # until the server ends the stream
                 messages.append(event.json())

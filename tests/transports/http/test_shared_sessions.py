@@ -187,10 +187,12 @@ async def test_changes_raised_on_one_worker_reach_a_get_stream_on_the_other() ->
             await post(cb, sid, rpc(2, "resources/subscribe", {"uri": "mem://counter"}))
         ).status_code == 200
         got: list[dict[str, Any]] = []
+        listening = asyncio.Event()
 
         async def listen() -> None:
             async with ca.stream("GET", "/mcp", headers=legacy_headers(sid)) as response:
                 assert response.status_code == 200
+                listening.set()
                 async for event in iter_sse(response):
                     if event.data:
                         got.append(json.loads(event.data))
@@ -198,7 +200,7 @@ async def test_changes_raised_on_one_worker_reach_a_get_stream_on_the_other() ->
                             return
 
         task = asyncio.create_task(listen())
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(listening.wait(), 5)
         assert (
             await post(cb, sid, legacy_call(3, "touch", {"uri": "mem://counter", "n": 5}))
         ).status_code == 200
@@ -233,10 +235,11 @@ async def test_event_logs_keep_a_bounded_history() -> None:
 
 async def test_a_cancellation_posted_to_the_other_worker_cancels_the_request() -> None:
     server_a = make_server()
-    cancelled = asyncio.Event()
+    started, cancelled = asyncio.Event(), asyncio.Event()
 
     @server_a.tool()
     async def wait_forever() -> str:
+        started.set()
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
@@ -251,7 +254,7 @@ async def test_a_cancellation_posted_to_the_other_worker_cancels_the_request() -
         async with serve(app) as c, c.client() as cc:
             sid = await open_session(ca)
             call = asyncio.create_task(post(cc, sid, legacy_call(7, "wait_forever", {})))
-            await asyncio.sleep(0.3)
+            await asyncio.wait_for(started.wait(), 5)
             note = rpc(None, "notifications/cancelled", {"requestId": 7, "reason": "changed my mind"})
             assert (await post(cb, sid, note)).status_code == 202
             await asyncio.wait_for(cancelled.wait(), 5)
