@@ -308,13 +308,14 @@ def test_stopping_drains_every_worker(how: str) -> None:
                 served.proc.send_signal(signal.SIGTERM)
             else:
                 os.killpg(served.proc.pid, signal.SIGINT)
-            time.sleep(0.5)
             statuses = set()
-            for _ in range(4):
+            deadline = time.monotonic() + 5
+            while 503 not in statuses and time.monotonic() < deadline:  # until the drain has begun
                 with contextlib.suppress(httpx.ConnectError), httpx.Client(timeout=10) as client:
                     statuses.add(
                         client.post(served.url, json={}, headers={"MCP-Protocol-Version": MODERN}).status_code
                     )
+                time.sleep(0.02)
             answered = {int(f.result(timeout=20)["content"][0]["text"]) for f in slow}
         assert answered <= workers
         assert 503 in statuses, statuses
@@ -424,7 +425,7 @@ def test_zero_workers_is_a_usage_error() -> None:
 
 def test_redis_url_from_the_environment_counts() -> None:
     """MCPKIT_REDIS_URL in the environment satisfies the check like --redis does (checked in-process)."""
-    from mcpkit.transports.http.workers import WorkersError, check_workers
+    from mcpkit.cli.workers import WorkersError, check_workers
 
     check_workers(3, stateless=False, redis_url=None, environ={"MCPKIT_REDIS_URL": REDIS_URL})
     check_workers(3, stateless=True, redis_url=None, environ={})
@@ -434,7 +435,7 @@ def test_redis_url_from_the_environment_counts() -> None:
 
 
 def test_worker_environment_generates_one_state_secret() -> None:
-    from mcpkit.transports.http.workers import ENV_STATE_SECRET, worker_environment
+    from mcpkit.cli.workers import ENV_STATE_SECRET, worker_environment
 
     env: dict[str, str] = {}
     worker_environment("x.py", 2, {"stateless": True}, environ=env)
@@ -463,7 +464,7 @@ async def test_workers_accept_with_tcp_nodelay() -> None:
     import pickle
     from multiprocessing.reduction import ForkingPickler
 
-    from mcpkit.transports.http.workers import bind_socket
+    from mcpkit.cli.workers import bind_socket
 
     sock = bind_socket("127.0.0.1", 0)
     rebuilt = pickle.loads(ForkingPickler.dumps(sock))  # what a spawned worker gets
