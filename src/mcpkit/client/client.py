@@ -18,6 +18,7 @@ from msgspec import UNSET
 from .. import __version__
 from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..protocol.jsonrpc import Request
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
@@ -267,7 +268,7 @@ class Client:
         self.log_level = options.log_level
         #: Modern multi round-trip requests give up after this many input rounds.
         self.max_input_rounds = options.max_input_rounds
-        self._session: Engine | None = None
+        self._session: Engine[Request] | None = None
         self._listens = 0
         self._reader: asyncio.Task[None] | None = None
         self._server_task: asyncio.Task[None] | None = None
