@@ -43,6 +43,8 @@ _CHANGED = {f"notifications/{kind}/list_changed": kind for kind in _LIST_KINDS}
 
 
 class State(StrEnum):
+    """Where a configured server is in its life (starting, ready, restarting, failed, stopped, disabled)."""
+
     STARTING = "starting"
     READY = "ready"
     RESTARTING = "restarting"
@@ -63,6 +65,7 @@ class RestartPolicy:
     stable_after: float = 60.0
 
     def delay(self, attempt: int) -> float:
+        """Seconds to wait before restart ``attempt`` (exponential, capped at ``max_delay``)."""
         return float(min(self.max_delay, self.initial_delay * self.factor ** max(0, attempt - 1)))
 
 
@@ -144,6 +147,7 @@ class Backend:
             self._set_state(State.FAILED)
 
     async def stop(self) -> None:
+        """Stop the server process or connection and its tasks; it is not restarted."""
         self._stopping = True
         for task in list(self._tasks):
             task.cancel()
@@ -351,6 +355,10 @@ class Backend:
         progress: ProgressCallback | None,
         wait: float | None,
     ) -> t.CallToolResult:
+        """Call ``tool`` on this server, waiting up to ``wait`` seconds for it to be ready.
+
+        Raises :class:`ServerUnavailable` if the connection closes during the call.
+        """
         client = await self.ready_client(wait)
         try:
             return await client.call_tool(tool, arguments, timeout=timeout, progress=progress)

@@ -180,6 +180,7 @@ class Host:
         self._reindex()
 
     async def close(self) -> None:
+        """Stop every server and forget their tools, resources and prompts."""
         self.running = False
         await asyncio.gather(*(b.stop() for b in self._backends.values()))
         for task in list(self._pending):
@@ -194,6 +195,7 @@ class Host:
 
     @property
     def servers(self) -> dict[str, ServerStatus]:
+        """Each configured server's status, by name."""
         return {
             name: ServerStatus(name, b.key, b.spec.transport, b.state, b.error, b.restarts, len(b.tools))
             for name, b in self._backends.items()
@@ -210,21 +212,26 @@ class Host:
 
     @property
     def tools(self) -> list[HostTool]:
+        """Every tool of every ready server, under its host-wide name."""
         return list(self._tools.values())
 
     @property
     def prompts(self) -> list[HostPrompt]:
+        """Every prompt of every ready server."""
         return list(self._prompts.values())
 
     @property
     def resources(self) -> list[HostResource]:
+        """Every resource of every ready server."""
         return list(self._resources.values())
 
     @property
     def resource_templates(self) -> list[HostTemplate]:
+        """Every resource template of every ready server."""
         return [entry for entry, _ in self._templates]
 
     def tool(self, name: str) -> HostTool:
+        """The tool of that host-wide name; :class:`UnknownName` if there is none."""
         try:
             return self._tools[name]
         except KeyError:
@@ -316,6 +323,7 @@ class Host:
         return result
 
     def resource_owner(self, uri: str) -> str:
+        """The name of the server offering ``uri`` (a resource, or a template matching it)."""
         if uri in self._resources:
             return self._resources[uri].server
         for entry, matcher in self._templates:
@@ -324,6 +332,7 @@ class Host:
         raise UnknownName(f"no server offers the resource {uri!r}")
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
+        """Get prompt ``name`` from the server offering it."""
         entry = self._prompts.get(name)
         if entry is None:
             raise UnknownName(f"unknown prompt {name!r}")

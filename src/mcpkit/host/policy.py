@@ -202,6 +202,7 @@ class AuditLog:
         self._counter = 0
 
     def next_call_id(self) -> int:
+        """A new id tying a call's records together (one per tool call)."""
         self._counter += 1
         return self._counter
 
@@ -247,6 +248,7 @@ class AuditLog:
             flush()
 
     def close(self) -> None:
+        """Close the log file, if this log opened it."""
         if self._own:
             self._sink.close()
 

@@ -138,6 +138,7 @@ class InspectorApp:
     # -- the guards ------------------------------------------------------------
 
     def own_origins(self) -> set[str]:
+        """The origins the Inspector's own page is served from (loopback names, the bound port)."""
         if self.port is None:
             return set()
         names = {"127.0.0.1", "localhost", "[::1]"}
@@ -145,6 +146,7 @@ class InspectorApp:
         return {f"http://{name}:{self.port}" for name in names}
 
     def origin_allowed(self, origin: str | None, host: str | None) -> bool:
+        """Whether a request's ``Origin`` may use the API (only the Inspector's own page)."""
         if origin is None:
             return True  # not a browser (or a same-origin GET): the token still decides
         if self.port is None:  # port unknown (app not served by run_inspector): loopback origins
@@ -152,6 +154,7 @@ class InspectorApp:
         return origin.lower().rstrip("/") in self.own_origins()
 
     def token_ok(self, headers: Mapping[str, str]) -> bool:
+        """Whether the headers carry the access token (``Authorization: Bearer`` or ``X-Mcpkit-Token``)."""
         given: list[str] = []
         scheme, _, value = headers.get("authorization", "").partition(" ")
         if scheme.lower() == "bearer":

@@ -69,12 +69,14 @@ class Inspector:
 
     @property
     def port(self) -> int:
+        """The port the Inspector is bound to (once started)."""
         if self.app.port is None:
             raise RuntimeError("not bound yet")
         return self.app.port
 
     @property
     def base_url(self) -> str:
+        """``http://HOST:PORT`` of the Inspector, without the token."""
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}"
 

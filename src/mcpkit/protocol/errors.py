@@ -72,14 +72,17 @@ class MCPError(Exception):
 
     @classmethod
     def invalid_params(cls, message: str, data: Any = None) -> MCPError:
+        """An ``-32602 Invalid params`` error."""
         return cls(INVALID_PARAMS, message, data)
 
     @classmethod
     def method_not_found(cls, method: str) -> MCPError:
+        """A ``-32601 Method not found`` error naming ``method``."""
         return cls(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     @classmethod
     def unsupported_version(cls, requested: object, supported: list[str]) -> MCPError:
+        """The error for an unsupported protocol version, listing the ``supported`` ones."""
         return cls(
             UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",

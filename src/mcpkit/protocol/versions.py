@@ -35,6 +35,7 @@ class ProtocolVersion(enum.StrEnum):
         return self >= ProtocolVersion.V2026_07_28
 
     def at_least(self, other: ProtocolVersion) -> bool:
+        """True when this revision is ``other`` or newer."""
         # StrEnum compares as str and these are ISO dates, so order is chronological.
         return self >= other
 

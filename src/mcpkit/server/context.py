@@ -53,6 +53,7 @@ class Context:
 
     @property
     def protocol_version(self) -> str:
+        """The protocol revision of this request (e.g. ``"2025-11-25"``)."""
         return self._scope.version.value
 
     @property
@@ -62,10 +63,12 @@ class Context:
 
     @property
     def client_info(self) -> dict[str, Any] | None:
+        """The client's ``clientInfo`` (name, version), if it sent one."""
         return self._scope.client_info
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
+        """The capabilities the client declared (``sampling``, ``elicitation``, ``roots``…)."""
         return self._scope.client_capabilities
 
     @property
@@ -80,6 +83,7 @@ class Context:
 
     @property
     def server(self) -> Any:
+        """The :class:`MCPServer` serving this request."""
         return self._conn.server
 
     # -- progress and logging ------------------------------------------------
@@ -117,15 +121,19 @@ class Context:
         await self._conn.session.channel.drain()
 
     async def debug(self, message: Any, *, logger: str | None = None) -> None:
+        """Log ``message`` to the client at level ``debug`` (see :meth:`log`)."""
         await self.log("debug", message, logger=logger)
 
     async def info(self, message: Any, *, logger: str | None = None) -> None:
+        """Log ``message`` to the client at level ``info`` (see :meth:`log`)."""
         await self.log("info", message, logger=logger)
 
     async def warning(self, message: Any, *, logger: str | None = None) -> None:
+        """Log ``message`` to the client at level ``warning`` (see :meth:`log`)."""
         await self.log("warning", message, logger=logger)
 
     async def error(self, message: Any, *, logger: str | None = None) -> None:
+        """Log ``message`` to the client at level ``error`` (see :meth:`log`)."""
         await self.log("error", message, logger=logger)
 
     def close_sse_stream(self) -> None:
@@ -237,6 +245,7 @@ class InputRequest:
     result_type: type[Any]
 
     def params(self) -> dict[str, Any]:
+        """The request's ``params`` as sent to the client."""
         raise NotImplementedError
 
 
@@ -252,6 +261,7 @@ class Elicit(InputRequest):
         self.schema = schema if isinstance(schema, dict) else _schema_for(schema)
 
     def params(self) -> dict[str, Any]:
+        """``{"message", "requestedSchema"}`` of ``elicitation/create``."""
         return {"message": self.message, "requestedSchema": self.schema}
 
 
@@ -284,6 +294,7 @@ class Sample(InputRequest):
             self._params["temperature"] = temperature
 
     def params(self) -> dict[str, Any]:
+        """The ``sampling/createMessage`` params (messages, ``maxTokens``, options)."""
         return self._params
 
 
@@ -295,6 +306,7 @@ class ListRoots(InputRequest):
     result_type = t.ListRootsResult
 
     def params(self) -> dict[str, Any]:
+        """``roots/list`` takes no params."""
         return {}
 
 

@@ -56,6 +56,7 @@ class Image(_Media):
     """An image to return from a tool or prompt."""
 
     def to_content(self) -> t.ImageContent:
+        """This image as an ``ImageContent`` block (base64 data and its MIME type)."""
         return t.ImageContent(data=self._b64(), mime_type=self._mime("image", "image/png"))
 
 
@@ -63,6 +64,7 @@ class Audio(_Media):
     """Audio to return from a tool or prompt."""
 
     def to_content(self) -> t.AudioContent:
+        """This audio as an ``AudioContent`` block (base64 data and its MIME type)."""
         return t.AudioContent(data=self._b64(), mime_type=self._mime("audio", "audio/wav"))
 
 
@@ -70,6 +72,7 @@ class File(_Media):
     """A file returned as an embedded resource."""
 
     def to_content(self) -> t.EmbeddedResource:
+        """This file as an embedded resource (text for ``text/*`` types, else a base64 blob)."""
         mime = self._mime("application", "application/octet-stream")
         uri = f"file://{os.path.realpath(self.path)}" if self.path is not None else "data:"
         if mime.startswith("text/"):
