@@ -351,3 +351,20 @@ def test_page_examples(page: Path, tmp_path: Path) -> None:
 def test_runner_sees_the_pages() -> None:
     assert ROOT / "README.md" in PAGES
     assert any(p.parent.name == "docs" for p in PAGES)
+
+
+TRANSLATIONS = [
+    ("docs/zh/getting-started.md", "docs/getting-started.md"),
+    ("docs/zh/migration.md", "docs/migration.md"),
+    ("README.zh-CN.md", "README.md"),
+]
+
+
+@pytest.mark.parametrize(("translated", "original"), TRANSLATIONS)
+def test_translations_keep_the_same_examples(translated: str, original: str) -> None:
+    """The Chinese pages carry exactly the examples of their English pages, in order."""
+
+    def examples(path: str) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        return [(b.lang, b.text, b.directives) for b in parse_blocks(ROOT / path)]
+
+    assert examples(translated) == examples(original), f"{translated} is out of step with {original}"
