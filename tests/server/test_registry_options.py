@@ -125,7 +125,7 @@ def test_decorators_build_the_options_once() -> None:
 def test_add_tool_takes_the_decorator_options() -> None:
     server = MCPServer("s")
     server.add_tool(greet, name="late", scopes=["x"])
-    assert server.required_scopes("tools/call", {"name": "late"}) == frozenset({"x"})
+    assert server.required_scopes("tools/call", "late") == frozenset({"x"})
     with pytest.raises(TypeError):
         server.add_tool(greet, colour="red")
 

@@ -5,7 +5,7 @@ work: the parent binds the socket once and spawns N workers that all accept on
 it; a worker that dies is replaced, SIGTERM/SIGINT (or SIGHUP: restart all, one
 by one) reach every worker. Each worker loads the server itself from the same
 target spec as ``mcpkit run`` (``FILE[:OBJECT]`` or ``MODULE[:OBJECT]``), handed
-over in the environment, and keeps the graceful drain of :mod:`.runner`: on the
+over in the environment, and keeps the graceful drain of :mod:`mcpkit.transports.http.runner`: on the
 first SIGTERM/SIGINT it refuses new requests (503), ends streams and lets
 in-flight requests finish before uvicorn stops.
 
@@ -34,7 +34,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
-from .settings import HTTPSettings
+from ..transports.http.settings import HTTPSettings
 
 __all__ = [
     "ENV_REDIS_URL",
@@ -189,8 +189,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def worker_app() -> Any:
     """The app factory each worker calls (``factory=True``): load the server, build the app."""
-    from ...cli.loader import load_server
-    from .app import StreamableHTTPApp
+    from ..transports.http.app import StreamableHTTPApp
+    from .loader import load_server
 
     target = os.environ.get(ENV_TARGET)
     if not target:

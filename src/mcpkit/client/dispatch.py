@@ -81,7 +81,18 @@ class ClientHandlers:
     def batches_allowed(self) -> bool:
         return False
 
-    async def handle_request(self, session: Engine, request: Request) -> Any:
+    def input_closed(self) -> None:
+        return None
+
+    def decode(self, request: Request) -> Request:
+        # Server-to-client requests are few and rare: their params are decoded
+        # by type in answer(), which MRTR input requests share.
+        return request
+
+    def answer_now(self, request: Request) -> Any:
+        return None
+
+    async def handle(self, engine: Engine[Request], request: Request) -> Any:
         if request.method == "ping":
             return {}
         return await self.answer(request.method, request.params or b"{}")
@@ -104,7 +115,7 @@ class ClientHandlers:
         value = await _maybe_await(roots()) if callable(roots) else roots
         return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
 
-    async def handle_notification(self, session: Engine, notification: Notification) -> None:
+    async def handle_notification(self, engine: Engine[Request], notification: Notification) -> None:
         params = decode_raw(notification.params) or {}
         if notification.method == "notifications/subscriptions/acknowledged":
             sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")

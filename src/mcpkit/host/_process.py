@@ -59,8 +59,11 @@ class WatchedChannel:
     def release_input(self) -> None:
         self.inner.release_input()
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        self.inner.write(data, related, final)
+    def write(self, data: bytes, related: int | str | None = None) -> None:
+        self.inner.write(data, related)
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self.inner.respond(request_id, data, error)
 
     async def drain(self) -> None:
         await self.inner.drain()

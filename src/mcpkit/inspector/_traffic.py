@@ -141,9 +141,13 @@ class RecordingChannel:
             self._recorder.record("in", item)
         return batch
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+    def write(self, data: bytes, related: int | str | None = None) -> None:
         self._recorder.record("out", data)
-        self._inner.write(data, related, final)
+        self._inner.write(data, related)
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self._recorder.record("out", data)
+        self._inner.respond(request_id, data, error)
 
     async def drain(self) -> None:
         await self._inner.drain()

@@ -174,16 +174,19 @@ def _at(arguments: Any, path: tuple[str, ...]) -> Any:
 def validate_modern_headers(
     headers: Mapping[str, str],
     method: str,
-    params: Mapping[str, Any],
+    meta: Mapping[str, Any] | None,
+    target: str | None,
+    arguments: Any = None,
     tool_headers: Mapping[str, tuple[str, ...]] | None = None,
 ) -> None:
     """Check a modern POST's mirrored headers against its body (streamable-http
     "Server Validation"); raises the MCPError to answer with.
 
-    The order matters to clients: required ``_meta`` keys first (-32602), then
-    header/body agreement (-32020); the version itself is judged afterwards.
+    ``meta`` is the body's ``params._meta``, ``target`` its tool or prompt name
+    or resource URI, ``arguments`` its tool arguments. The order matters to
+    clients: required ``_meta`` keys first (-32602), then header/body agreement
+    (-32020); the version itself is judged afterwards.
     """
-    meta = params.get("_meta")
     if not isinstance(meta, Mapping) or "io.modelcontextprotocol/protocolVersion" not in meta:
         raise MCPError(INVALID_PARAMS, 'Missing "_meta.io.modelcontextprotocol/protocolVersion"')
     if not isinstance(meta.get("io.modelcontextprotocol/clientCapabilities"), Mapping):
@@ -198,7 +201,6 @@ def validate_modern_headers(
         raise _mismatch("the Mcp-Method header is required")
     if sent_method.strip() != method:
         raise _mismatch(f"Mcp-Method header {sent_method.strip()!r} does not match body method {method!r}")
-    target = params.get("uri") if method == "resources/read" else params.get("name")
     if method in ("tools/call", "prompts/get", "resources/read"):
         sent_name = headers.get(NAME)
         if sent_name is None:
@@ -210,7 +212,7 @@ def validate_modern_headers(
         if name != target:
             raise _mismatch("Mcp-Name header does not match the body")
     if method == "tools/call" and tool_headers:
-        _validate_params(headers, params.get("arguments"), tool_headers)
+        _validate_params(headers, arguments, tool_headers)
 
 
 def _validate_params(

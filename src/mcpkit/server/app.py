@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -14,6 +14,7 @@ from msgspec import UNSET
 
 from ..protocol import types as t
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
+from ..protocol.requests import ServerRequest
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.channel import Channel
@@ -162,19 +163,25 @@ class MCPServer:
         """Register a tool without the decorator (same options as :meth:`tool`)."""
         self.tool(**options)(fn)
 
-    def required_scopes(self, method: str, params: dict[str, Any]) -> frozenset[str]:
-        """The OAuth scopes a request needs (``scopes=`` of its tool, resource or prompt)."""
-        name = params.get("name")
-        if method == "tools/call" and isinstance(name, str):
-            tool = self._tools.tools.get(name)
+    def required_scopes(self, method: str, target: str | None) -> frozenset[str]:
+        """The OAuth scopes a request needs: ``scopes=`` of the tool or prompt named
+        ``target``, or of the resource at URI ``target``."""
+        if target is None:
+            return frozenset()
+        if method == "tools/call":
+            tool = self._tools.tools.get(target)
             return tool.scopes if tool is not None else frozenset()
-        if method == "prompts/get" and isinstance(name, str):
-            prompt = self._prompts.prompts.get(name)
+        if method == "prompts/get":
+            prompt = self._prompts.prompts.get(target)
             return prompt.scopes if prompt is not None else frozenset()
-        uri = params.get("uri")
-        if method == "resources/read" and isinstance(uri, str):
-            return self._resources.scopes_for(uri)
+        if method == "resources/read":
+            return self._resources.scopes_for(target)
         return frozenset()
+
+    def tool_header_params(self, name: str) -> Mapping[str, tuple[str, ...]] | None:
+        """The ``Mcp-Param-*`` headers tool ``name`` declares (header name -> argument path)."""
+        tool = self._tools.tools.get(name)
+        return tool.header_params if tool is not None else None
 
     def set_cache_policy(self, method: str, ttl_ms: int, scope: Literal["public", "private"]) -> None:
         """Cache hints for one method's results (``tools/list``, ``resources/read``…)."""
@@ -377,27 +384,31 @@ class MCPServer:
         stateless: bool = False,
         changes: bool | None = None,
         ids: Iterator[int | str] | None = None,
-    ) -> Engine:
-        """Attach a new connection over ``channel``; run it with ``await session.run()``.
+        transport: str = "",
+    ) -> Engine[ServerRequest]:
+        """Attach a new connection over ``channel``; run it with ``await engine.run()``.
 
         ``stateless`` connections serve single requests (modern HTTP): they get no
         change notifications of their own. ``changes=False`` turns them off for a
         stateful connection whose notifications are delivered elsewhere (sessions
         shared by several workers); ``ids`` numbers its outbound requests.
+        ``transport`` names the transport on every request (``ctx.request.transport``).
         """
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        conn = ServerDispatcher(self, changes=(not stateless) if changes is None else changes)
-        session = Engine(
+        dispatcher = ServerDispatcher(
+            self, changes=(not stateless) if changes is None else changes, transport=transport
+        )
+        engine = Engine(
             channel,
-            conn,
+            dispatcher,
             max_in_flight=self.max_in_flight,
             request_timeout=60.0,
             handler_timeout=self.request_timeout,
             ids=ids,
         )
-        conn.attach(session)
-        return session
+        dispatcher.attach(engine)
+        return engine
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[MCPServer]:
@@ -418,8 +429,8 @@ class MCPServer:
 
         async with self.running():
             channel = await open_stdio_channel(self.max_line_bytes)
-            session = self.connect(channel)
-            runner = asyncio.create_task(session.run())
+            engine = self.connect(channel, transport="stdio")
+            runner = asyncio.create_task(engine.run())
             loop = asyncio.get_running_loop()
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 # SIGTERM: stop reading, let in-flight work finish, then exit.

@@ -12,6 +12,7 @@ from ..protocol import types as t
 from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, MCPError
 from ..protocol.lifecycle import RequestScope
+from ..protocol.requests import ServerRequest
 from ..protocol.types.client_features import LOG_LEVELS
 from .mrtr import InputRequired, RoundTrip
 
@@ -35,19 +36,16 @@ class Context:
             ...
     """
 
-    __slots__ = ("_conn", "_scope", "_trip", "request_id")
+    __slots__ = ("_conn", "_scope", "_trip", "request", "request_id")
 
-    def __init__(
-        self,
-        conn: ServerDispatcher,
-        scope: RequestScope,
-        request_id: int | str,
-        trip: RoundTrip | None = None,
-    ) -> None:
+    def __init__(self, conn: ServerDispatcher, request: ServerRequest, trip: RoundTrip | None = None) -> None:
+        assert request.scope is not None, "a Context is made for an admitted request"
         self._conn = conn
-        self._scope = scope
+        self._scope: RequestScope = request.scope
         self._trip = trip
-        self.request_id = request_id
+        #: The request being served, as decoded (method, typed params, ``_meta``, principal, transport).
+        self.request = request
+        self.request_id = request.id
 
     # -- who is asking -------------------------------------------------------
 
@@ -74,7 +72,7 @@ class Context:
     @property
     def principal(self) -> Principal | None:
         """Who is calling, when the transport authenticates (HTTP with OAuth)."""
-        return self._conn.principal
+        return self.request.principal
 
     @property
     def lifespan_context(self) -> Any:
@@ -100,8 +98,8 @@ class Context:
             params["total"] = total
         if message is not None and self._scope.version >= "2025-03-26":
             params["message"] = message
-        self._conn.session.notify("notifications/progress", params, self.request_id)
-        await self._conn.session.channel.drain()
+        self._conn.engine.notify("notifications/progress", params, self.request_id)
+        await self._conn.engine.channel.drain()
 
     async def log(self, level: t.LoggingLevel, data: Any, *, logger: str | None = None) -> None:
         """Send ``notifications/message`` when ``level`` passes the client's threshold.
@@ -117,8 +115,8 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._conn.session.notify("notifications/message", params, self.request_id)
-        await self._conn.session.channel.drain()
+        self._conn.engine.notify("notifications/message", params, self.request_id)
+        await self._conn.engine.channel.drain()
 
     async def debug(self, message: Any, *, logger: str | None = None) -> None:
         """Log ``message`` to the client at level ``debug`` (see :meth:`log`)."""
@@ -201,7 +199,7 @@ class Context:
             keys = list(requests)
             raws = await asyncio.gather(
                 *(
-                    self._conn.session.request(r.method, r.params(), related=self.request_id)
+                    self._conn.engine.request(r.method, r.params(), related=self.request_id)
                     for r in requests.values()
                 )
             )

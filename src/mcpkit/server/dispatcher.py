@@ -1,8 +1,10 @@
 """One client connection to an :class:`MCPServer`: the server-side dispatcher.
 
-It decodes params by method (the second decoding phase), asks the lifecycle
-which era and revision the request belongs to, calls the handler, and shapes
-the result for that revision.
+A request reaches it decoded once (:class:`~mcpkit.protocol.requests.ServerRequest`,
+by :meth:`ServerDispatcher.decode` or by a transport that decoded it itself);
+it asks the lifecycle which era and revision the request belongs to
+(:meth:`~ServerDispatcher.admit`), calls the method's handler, and shapes the
+result for that revision.
 """
 
 from __future__ import annotations
@@ -17,15 +19,11 @@ from msgspec import UNSET
 
 from ..protocol import types as t
 from ..protocol.auth import Principal
-from ..protocol.errors import (
-    INVALID_PARAMS,
-    PARSE_ERROR,
-    RESOURCE_NOT_FOUND_LEGACY,
-    MCPError,
-)
+from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
 from ..protocol.jsonrpc import Notification, Request
 from ..protocol.lifecycle import RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
+from ..protocol.requests import SERVER_METHODS, ServerRequest, decode_request
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.bus import ChangeEvent
@@ -39,36 +37,43 @@ if TYPE_CHECKING:
 
 __all__ = ["ServerDispatcher"]
 
-Handler: TypeAlias = Callable[["ServerDispatcher", RequestScope, Any, "int | str"], Awaitable[Any]]
+Handler: TypeAlias = Callable[["ServerDispatcher", ServerRequest], Awaitable[Any]]
 
 _V2025_03_26 = ProtocolVersion.V2025_03_26
 
 
-def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
-    return msgspec.json.Decoder(tp)
-
-
 class ServerDispatcher:
-    """Dispatcher for one connection; created by the server per session."""
+    """The server's side of one connection: what each request means.
 
-    def __init__(self, server: MCPServer, *, changes: bool = True) -> None:
+    The engine hands it every inbound request, decoded once into a
+    :class:`ServerRequest`; it admits the request to an era and revision (the
+    lifecycle), runs the method's handler and shapes the result for that
+    revision.
+    """
+
+    def __init__(self, server: MCPServer, *, changes: bool = True, transport: str = "") -> None:
         self.server = server
         self._changes = changes
+        #: Stamped on every request decoded here (``"stdio"``, ``"http"``, ``"sse"``, ``"memory"``).
+        self.transport = transport
         #: Set by transports that can end a request's response stream early
         #: (legacy HTTP: the client then resumes with Last-Event-ID).
         self.stream_closer: Callable[[int | str], None] | None = None
-        #: The authenticated caller (HTTP with an authenticator), else None.
+        #: The caller this connection was opened by (HTTP+SSE); requests a transport
+        #: decodes itself carry their own (the latest token's, for step-up).
         self.principal: Principal | None = None
         self.lifecycle = ServerLifecycle(server.versions)
-        self.session: Engine = None  # type: ignore[assignment]  # set by attach()
+        self.engine: Engine[ServerRequest] = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
         #: Set when no more input will come (stdio EOF): long-lived requests end.
         self.closing = asyncio.Event()
 
-    def attach(self, session: Engine) -> None:
-        self.session = session
+    def attach(self, engine: Engine[ServerRequest]) -> None:
+        self.engine = engine
         if self._changes:
-            session.on_close.append(self.server.bus.subscribe(self._on_change))
+            engine.on_close.append(self.server.bus.subscribe(self._on_change))
+
+    # -- the Dispatcher protocol -----------------------------------------------
 
     def input_closed(self) -> None:
         self.closing.set()
@@ -76,9 +81,27 @@ class ServerDispatcher:
     def batches_allowed(self) -> bool:
         return self.lifecycle.version is _V2025_03_26
 
-    # -- requests ------------------------------------------------------------
+    def decode(self, request: Request) -> ServerRequest:
+        decoded = decode_request(request)
+        decoded.principal = self.principal
+        decoded.transport = self.transport
+        return decoded
 
-    def answer_now(self, request: Request) -> Any:
+    def admit(self, request: ServerRequest) -> RequestScope:
+        """The request's era and revision, or the MCPError that refuses it.
+
+        Bad params matter only if the method exists in the request's era: a
+        method the era removed is -32601 first (2026-07-28 streamable-http).
+        """
+        error = request.error
+        if error is not None and not request.known:
+            raise error
+        scope = request.scope = self.lifecycle.scope(request.method, request.meta)
+        if error is not None:
+            raise error
+        return scope
+
+    def answer_now(self, request: ServerRequest) -> Any:
         """The result of a request that can be answered without awaiting, else None.
 
         A ``tools/call`` of a sync tool that runs inline does no I/O and never
@@ -86,38 +109,21 @@ class ServerDispatcher:
         (a task costs two extra turns of the event loop per call). Anything
         unusual, including every error, goes the ordinary way.
         """
-        if request.method != "tools/call":
+        if request.method != "tools/call" or request.error is not None:
             return None
-        try:
-            params = _CALL_TOOL.decode(request.params or b"{}")
-        except msgspec.DecodeError:
-            return None
-        tool = self.server._tools.tools.get(params.name)
+        tool = self.server._tools.tools.get(request.params.name)
         if tool is None or not tool.runs_inline:
             return None
         try:
-            scope = self.lifecycle.scope("tools/call", params.meta if params.meta is not UNSET else None)
-            result = tool.call_inline(params.arguments if params.arguments is not UNSET else None)
+            scope = self.admit(request)
+            result = tool.call_inline(request.arguments)
         except MCPError:
             return None
         return self._finish(result, scope, request.method)
 
-    async def handle_request(self, session: Engine, request: Request) -> Any:
-        entry = _METHODS.get(request.method)
-        if entry is None:
-            raise MCPError.method_not_found(request.method)
-        decoder, handler = entry
-        try:
-            params = _decode_params(decoder, request.params)
-        except MCPError:
-            # Bad params matter only if the method exists in the request's era:
-            # a method the era removed is -32601 first (2026-07-28 streamable-http).
-            bare = _decode_params(_PARAMS, request.params)
-            self.lifecycle.scope(request.method, bare.meta if bare.meta is not UNSET else None)
-            raise
-        meta = params.meta if params.meta is not UNSET else None
-        scope = self.lifecycle.scope(request.method, meta)
-        result = await handler(self, scope, params, request.id)
+    async def handle(self, engine: Engine[ServerRequest], request: ServerRequest) -> Any:
+        scope = self.admit(request)
+        result = await _METHODS[request.method](self, request)
         return self._finish(result, scope, request.method)
 
     def _finish(self, result: Any, scope: RequestScope, method: str) -> Any:
@@ -133,7 +139,7 @@ class ServerDispatcher:
             return downgrade(result, scope.version)
         return result
 
-    async def handle_notification(self, session: Engine, notification: Notification) -> None:
+    async def handle_notification(self, engine: Engine[ServerRequest], notification: Notification) -> None:
         if notification.method == "notifications/initialized":
             self.lifecycle.initialized()
         elif notification.method == "notifications/roots/list_changed":
@@ -145,31 +151,28 @@ class ServerDispatcher:
 
     def _on_change(self, event: ChangeEvent) -> None:
         # Legacy sessions only: modern clients opt in per subscriptions/listen.
-        if self.lifecycle.version is None or self.session.closed:
+        if self.lifecycle.version is None or self.engine.closed:
             return
         if event.kind == "resource":
             if event.uri in self.subscriptions:
-                self.session.notify("notifications/resources/updated", {"uri": event.uri})
+                self.engine.notify("notifications/resources/updated", {"uri": event.uri})
         else:
-            self.session.notify(f"notifications/{event.kind}/list_changed")
-
-
-def _decode_params(decoder: msgspec.json.Decoder[Any], raw: msgspec.Raw | None) -> Any:
-    try:
-        return decoder.decode(raw if raw is not None else b"{}")
-    except msgspec.ValidationError as exc:
-        raise MCPError(INVALID_PARAMS, f"Invalid params: {exc}") from None
-    except msgspec.DecodeError as exc:
-        # Reached only for bytes the envelope pass skipped over, e.g. bad UTF-8.
-        raise MCPError(PARSE_ERROR, f"Parse error: {exc}") from None
+            self.engine.notify(f"notifications/{event.kind}/list_changed")
 
 
 # -- method handlers -----------------------------------------------------------
+#
+# Each takes the dispatcher and the admitted request (``request.scope`` is set,
+# ``request.params`` is the method's params struct).
 
 
-async def _initialize(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
-    raw = msgspec.to_builtins(params)
-    version = conn.lifecycle.initialize(raw)
+def _scope(request: ServerRequest) -> RequestScope:
+    assert request.scope is not None, "handlers run on admitted requests"
+    return request.scope
+
+
+async def _initialize(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    version = conn.lifecycle.initialize(msgspec.to_builtins(request.params))
     return t.InitializeResult(
         protocol_version=version.value,
         capabilities=conn.server.capabilities(modern=False),
@@ -178,11 +181,11 @@ async def _initialize(conn: ServerDispatcher, scope: RequestScope, params: t.Par
     )
 
 
-async def _ping(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+async def _ping(conn: ServerDispatcher, request: ServerRequest) -> Any:
     return t.EmptyResult()
 
 
-async def _discover(conn: ServerDispatcher, scope: RequestScope, params: t.Params, rid: int | str) -> Any:
+async def _discover(conn: ServerDispatcher, request: ServerRequest) -> Any:
     return t.DiscoverResult(
         supported_versions=[v.value for v in conn.server.versions],
         capabilities=conn.server.capabilities(modern=True),
@@ -206,38 +209,33 @@ def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[A
     return items[start:end], nxt
 
 
-async def _list_tools(
-    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
-) -> Any:
+async def _list_tools(conn: ServerDispatcher, request: ServerRequest) -> Any:
     items = [tool.definition for tool in conn.server._tools.tools.values()]
-    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListToolsResult(tools=page, next_cursor=nxt)
 
 
-async def _call_tool(
-    conn: ServerDispatcher, scope: RequestScope, params: t.CallToolParams, rid: int | str
-) -> Any:
-    tool = conn.server._tools.get(params.name)
-    arguments = params.arguments if params.arguments is not UNSET else None
+async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    tool = conn.server._tools.get(request.params.name)
     if tool.signature.context_param is None:
-        return await tool.call(arguments, None)
-    trip = _round_trip(conn, scope, "tools/call", params.name, arguments, params)
+        return await tool.call(request.arguments, None)
+    trip = _round_trip(conn, request)
     try:
-        return await tool.call(arguments, Context(conn, scope, rid, trip))
+        return await tool.call(request.arguments, Context(conn, request, trip))
     except InputRequired as exc:
         return _input_required(conn, exc, trip)
 
 
-def _round_trip(
-    conn: ServerDispatcher, scope: RequestScope, method: str, target: str, arguments: Any, params: Any
-) -> RoundTrip | None:
+def _round_trip(conn: ServerDispatcher, request: ServerRequest) -> RoundTrip | None:
     """The answers a modern retry brings (sealed earlier ones plus this round's)."""
-    if not scope.is_modern:
+    if not _scope(request).is_modern:
         return None
+    params = request.params
     codec = conn.server.state_codec
     # State is bound to the principal (mrtr "Server Requirements": reject another's state).
-    principal = conn.principal.key if conn.principal is not None else None
-    trip = RoundTrip(codec.binding(method, target, arguments), principal=principal)
+    principal = request.principal.key if request.principal is not None else None
+    binding = codec.binding(request.method, request.target or "", request.arguments)
+    trip = RoundTrip(binding, principal=principal)
     if params.request_state is not UNSET:
         trip.answers.update(codec.open(params.request_state, trip.binding, trip.principal))
     if params.input_responses is not UNSET:
@@ -256,19 +254,15 @@ def _input_required(
     )
 
 
-async def _list_resources(
-    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
-) -> Any:
+async def _list_resources(conn: ServerDispatcher, request: ServerRequest) -> Any:
     items = [r for r, _ in conn.server._resources.resources.values()]
-    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListResourcesResult(resources=page, next_cursor=nxt)
 
 
-async def _list_templates(
-    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
-) -> Any:
+async def _list_templates(conn: ServerDispatcher, request: ServerRequest) -> Any:
     items = [tpl for tpl, _, _ in conn.server._resources.templates]
-    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
 
@@ -278,14 +272,14 @@ def _not_found(scope: RequestScope, uri: str) -> MCPError:
     return MCPError(code, f"Resource not found: {uri}", {"uri": uri})
 
 
-async def _read_resource(
-    conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str
-) -> Any:
-    trip = _round_trip(conn, scope, "resources/read", params.uri, None, params)
+async def _read_resource(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    uri = request.params.uri
+    scope = _scope(request)
+    trip = _round_trip(conn, request)
     try:
-        contents, policy = await conn.server._resources.read(params.uri, Context(conn, scope, rid, trip))
+        contents, policy = await conn.server._resources.read(uri, Context(conn, request, trip))
     except ResourceNotFound:
-        raise _not_found(scope, params.uri) from None
+        raise _not_found(scope, uri) from None
     except InputRequired as exc:
         return _input_required(conn, exc, trip)
     result = t.ReadResourceResult(contents=contents)
@@ -294,43 +288,37 @@ async def _read_resource(
     return result
 
 
-async def _subscribe(conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str) -> Any:
-    if not conn.server._resources.exists(params.uri):
-        raise _not_found(scope, params.uri)
-    conn.subscriptions.add(params.uri)
+async def _subscribe(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    uri = request.params.uri
+    if not conn.server._resources.exists(uri):
+        raise _not_found(_scope(request), uri)
+    conn.subscriptions.add(uri)
     return t.EmptyResult()
 
 
-async def _unsubscribe(
-    conn: ServerDispatcher, scope: RequestScope, params: t.UriParams, rid: int | str
-) -> Any:
-    conn.subscriptions.discard(params.uri)
+async def _unsubscribe(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    conn.subscriptions.discard(request.params.uri)
     return t.EmptyResult()
 
 
-async def _list_prompts(
-    conn: ServerDispatcher, scope: RequestScope, params: t.PaginatedParams, rid: int | str
-) -> Any:
+async def _list_prompts(conn: ServerDispatcher, request: ServerRequest) -> Any:
     items = [e.definition for e in conn.server._prompts.prompts.values()]
-    page, nxt = _page(items, params.cursor, conn.server.page_size)
+    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListPromptsResult(prompts=page, next_cursor=nxt)
 
 
-async def _get_prompt(
-    conn: ServerDispatcher, scope: RequestScope, params: t.GetPromptParams, rid: int | str
-) -> Any:
-    args = params.arguments if params.arguments is not UNSET else None
-    trip = _round_trip(conn, scope, "prompts/get", params.name, args, params)
+async def _get_prompt(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    trip = _round_trip(conn, request)
     try:
-        return await conn.server._prompts.get(params.name, args, Context(conn, scope, rid, trip))
+        return await conn.server._prompts.get(
+            request.params.name, request.arguments, Context(conn, request, trip)
+        )
     except InputRequired as exc:
         return _input_required(conn, exc, trip)
 
 
-async def _complete(
-    conn: ServerDispatcher, scope: RequestScope, params: t.CompleteParams, rid: int | str
-) -> Any:
-    return await conn.server._complete(params, Context(conn, scope, rid))
+async def _complete(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    return await conn.server._complete(request.params, Context(conn, request))
 
 
 _LIST_FILTERS = {
@@ -340,9 +328,10 @@ _LIST_FILTERS = {
 }
 
 
-async def _listen(conn: ServerDispatcher, scope: RequestScope, params: t.ListenParams, rid: int | str) -> Any:
+async def _listen(conn: ServerDispatcher, request: ServerRequest) -> Any:
     """Hold the request open, forwarding the opted-in changes, until cancelled or shutdown."""
-    wanted = params.notifications
+    rid = request.id
+    wanted = request.params.notifications
     kinds = {kind for key, kind in _LIST_FILTERS.items() if wanted.get(key) is True}
     uris = wanted.get("resourceSubscriptions")
     uris = {u for u in uris if isinstance(u, str)} if isinstance(uris, list) else set()
@@ -350,16 +339,16 @@ async def _listen(conn: ServerDispatcher, scope: RequestScope, params: t.ListenP
     if uris:
         honoured["resourceSubscriptions"] = sorted(uris)
     tag = {SUBSCRIPTION_ID: rid}
-    session = conn.session
+    engine = conn.engine
     # basic/patterns/subscriptions "Acknowledgment": first, before any notification.
-    session.notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}, rid)
+    engine.notify("notifications/subscriptions/acknowledged", {"_meta": tag, "notifications": honoured}, rid)
 
     def forward(event: ChangeEvent) -> None:
         if event.kind == "resource":
             if event.uri in uris:
-                session.notify("notifications/resources/updated", {"_meta": tag, "uri": event.uri}, rid)
+                engine.notify("notifications/resources/updated", {"_meta": tag, "uri": event.uri}, rid)
         elif event.kind in kinds:
-            session.notify(f"notifications/{event.kind}/list_changed", {"_meta": tag}, rid)
+            engine.notify(f"notifications/{event.kind}/list_changed", {"_meta": tag}, rid)
 
     unsubscribe = conn.server.bus.subscribe(forward)
     ends = [asyncio.ensure_future(conn.server.stopping.wait()), asyncio.ensure_future(conn.closing.wait())]
@@ -372,30 +361,27 @@ async def _listen(conn: ServerDispatcher, scope: RequestScope, params: t.ListenP
     return t.EmptyResult(meta=dict(tag))
 
 
-async def _set_level(
-    conn: ServerDispatcher, scope: RequestScope, params: t.SetLevelParams, rid: int | str
-) -> Any:
-    conn.lifecycle.log_level = params.level
+async def _set_level(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    conn.lifecycle.log_level = request.params.level
     return t.EmptyResult()
 
 
-_CALL_TOOL = _decoder(t.CallToolParams)
-_PARAMS = _decoder(t.Params)
-
-_METHODS: dict[str, tuple[msgspec.json.Decoder[Any], Handler]] = {
-    "initialize": (_decoder(t.InitializeRequestParams), _initialize),
-    "ping": (_decoder(t.Params), _ping),
-    "server/discover": (_decoder(t.Params), _discover),
-    "tools/list": (_decoder(t.PaginatedParams), _list_tools),
-    "tools/call": (_decoder(t.CallToolParams), _call_tool),
-    "resources/list": (_decoder(t.PaginatedParams), _list_resources),
-    "resources/templates/list": (_decoder(t.PaginatedParams), _list_templates),
-    "resources/read": (_decoder(t.UriParams), _read_resource),
-    "resources/subscribe": (_decoder(t.UriParams), _subscribe),
-    "resources/unsubscribe": (_decoder(t.UriParams), _unsubscribe),
-    "prompts/list": (_decoder(t.PaginatedParams), _list_prompts),
-    "prompts/get": (_decoder(t.GetPromptParams), _get_prompt),
-    "completion/complete": (_decoder(t.CompleteParams), _complete),
-    "logging/setLevel": (_decoder(t.SetLevelParams), _set_level),
-    "subscriptions/listen": (_decoder(t.ListenParams), _listen),
+#: The handler of every method in :data:`~mcpkit.protocol.requests.SERVER_METHODS`.
+_METHODS: dict[str, Handler] = {
+    "initialize": _initialize,
+    "ping": _ping,
+    "server/discover": _discover,
+    "tools/list": _list_tools,
+    "tools/call": _call_tool,
+    "resources/list": _list_resources,
+    "resources/templates/list": _list_templates,
+    "resources/read": _read_resource,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "prompts/list": _list_prompts,
+    "prompts/get": _get_prompt,
+    "completion/complete": _complete,
+    "logging/setLevel": _set_level,
+    "subscriptions/listen": _listen,
 }
+assert _METHODS.keys() == SERVER_METHODS.keys()

@@ -3,34 +3,63 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from ..protocol.framing import Oversized
 
-__all__ = ["Channel", "MemoryChannel", "memory_channel_pair"]
+__all__ = ["Channel", "MemoryChannel", "PushChannel", "Receiver", "RequestId", "memory_channel_pair"]
+
+RequestId: TypeAlias = int | str
 
 
 class Channel(Protocol):
-    """A bidirectional stream of JSON-RPC messages.
+    """A bidirectional stream of JSON-RPC messages: what the engine needs of a transport.
 
     ``read`` returns the next batch of complete lines (a transport may return
     several at once, which is how pipelined input is processed without a
     wake-up per message), or None at end of input. ``write`` queues one message;
     ``drain`` waits until the peer has room for more.
 
-    ``related`` names the inbound request a message belongs to (its response,
-    or a notification or request sent while handling it) and ``final`` marks
-    that request's response. A single stream (stdio) ignores both; HTTP uses
-    them to put each message on the stream of the request it belongs to.
+    ``related`` names the inbound request a message belongs to (a notification
+    or request sent while handling it). ``respond`` sends that request's answer,
+    the last message that belongs to it, with its outcome: ``error`` is the
+    JSON-RPC error code, or None for a result. A single stream (stdio) ignores
+    both; HTTP uses them to put each message on the stream of the request it
+    belongs to, and the outcome to choose the response's status.
     """
 
     async def read(self) -> list[bytes | Oversized] | None: ...
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None: ...
+    def write(self, data: bytes, related: RequestId | None = None) -> None: ...
+
+    def respond(self, request_id: RequestId | None, data: bytes, error: int | None = None) -> None: ...
 
     async def drain(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+#: Receives input batches as they arrive; None once, at end of input.
+Receiver = Callable[[list[bytes | Oversized] | None], None]
+
+
+@runtime_checkable
+class PushChannel(Channel, Protocol):
+    """A channel that hands input to a :data:`Receiver` as it arrives (stdio).
+
+    No reader task and no future per read: the transport's own callback calls
+    the receiver. The engine checks for this once, when it is built, and then
+    owns two switches: ``hold_input`` while its in-flight bound is reached,
+    ``release_input`` when there is room again. Everything else about flow
+    control (a peer that does not read our output, pipes) is the channel's.
+    """
+
+    def set_receiver(self, receiver: Receiver) -> None: ...
+
+    def hold_input(self) -> None: ...
+
+    def release_input(self) -> None: ...
 
 
 class MemoryChannel:
@@ -55,7 +84,11 @@ class MemoryChannel:
             batch.append(nxt)
         return batch
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+    def write(self, data: bytes, related: RequestId | None = None) -> None:
+        if not self._closed:
+            self._outbox.put_nowait(data)
+
+    def respond(self, request_id: RequestId | None, data: bytes, error: int | None = None) -> None:
         if not self._closed:
             self._outbox.put_nowait(data)
 

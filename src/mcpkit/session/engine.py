@@ -1,9 +1,18 @@
-"""The session engine: JSON-RPC over a :class:`Channel`, in both directions.
+"""The engine: JSON-RPC over a :class:`Channel`, in both directions.
 
 It correlates requests and responses, runs every inbound request in its own
 task (a slow handler never blocks the others), applies cancellation, timeouts
 and the in-flight bound, and routes progress notifications. What a request
-*means* is the dispatcher's business (server or client), not the engine's.
+*means* is the :class:`Dispatcher`'s business (server or client), not the
+engine's.
+
+An inbound request takes one path, whatever the transport::
+
+    channel -> feed(line)            envelope decoded (jsonrpc.decode_message)
+            -> dispatcher.decode()   params decoded, once, into the dispatcher's type
+            -> submit(request)       HTTP enters here with a request it decoded itself
+            -> dispatcher.answer_now() or a task running dispatcher.handle()
+            -> channel.respond(id, bytes, error code)
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import itertools
 import logging
 import re
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -28,9 +37,9 @@ from ..protocol.errors import (
 )
 from ..protocol.framing import Oversized
 from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
-from .channel import Channel
+from .channel import Channel, PushChannel, RequestId
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "ProgressCallback", "SessionClosed"]
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "Inbound", "ProgressCallback", "SessionClosed"]
 
 logger = logging.getLogger("mcpkit.session")
 
@@ -52,54 +61,87 @@ class SessionClosed(ConnectionError):
     """The connection ended before a response arrived."""
 
 
-class Dispatcher(Protocol):
-    """What a session does with inbound messages."""
+class Inbound(Protocol):
+    """What the engine reads of a decoded inbound request."""
 
-    async def handle_request(self, session: Engine, request: Request) -> Any:
-        """Return the result (any encodable value) or raise :class:`MCPError`."""
+    @property
+    def id(self) -> RequestId: ...
 
-    async def handle_notification(self, session: Engine, notification: Notification) -> None: ...
+    @property
+    def method(self) -> str: ...
+
+
+Req = TypeVar("Req", bound=Inbound)
+
+
+class Dispatcher(Protocol[Req]):
+    """What a request *means*: the server's or the client's side of the protocol.
+
+    The engine decodes the JSON-RPC envelope; the dispatcher decodes the rest,
+    once (:meth:`decode`), into its own request type, which the engine then
+    hands back to :meth:`answer_now` or :meth:`handle`. A transport that has
+    decoded a request itself (HTTP reads params to route and check it) passes
+    the decoded request to :meth:`Engine.submit`, which skips :meth:`decode`.
+    """
+
+    def decode(self, request: Request) -> Req:
+        """The typed request for ``request``'s method; never raises (errors are kept in it)."""
+
+    def answer_now(self, request: Req) -> Any:
+        """The result if it can be given without awaiting, else None (the ordinary path).
+
+        Called on the read path before a task is made for the request: a task
+        costs two extra turns of the event loop. Never raises.
+        """
+
+    async def handle(self, engine: Engine[Req], request: Req) -> Any:
+        """The result (any encodable value), or raise :class:`MCPError`."""
+
+    async def handle_notification(self, engine: Engine[Req], notification: Notification) -> None: ...
 
     def batches_allowed(self) -> bool:
         """Whether a JSON array of messages is acceptable right now (2025-03-26 only)."""
 
+    def input_closed(self) -> None:
+        """No more input will come (stdio EOF): long-lived requests may end."""
 
-class Engine:
+
+class Engine(Generic[Req]):
     """One JSON-RPC connection; run it with :meth:`run`."""
 
     def __init__(
         self,
         channel: Channel,
-        dispatcher: Dispatcher,
+        dispatcher: Dispatcher[Req],
         *,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         request_timeout: float | None = 60.0,
         handler_timeout: float | None = None,
         shutdown_grace: float | None = 30.0,
-        ids: Iterator[int | str] | None = None,
+        ids: Iterator[RequestId] | None = None,
     ) -> None:
         self.channel = channel
         self.dispatcher = dispatcher
+        #: The channel's push side, if it has one (checked once, here).
+        self._push: PushChannel | None = channel if isinstance(channel, PushChannel) else None
         self.max_in_flight = max_in_flight
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout
         self.shutdown_grace = shutdown_grace
         #: Ids for our outbound requests; several workers sharing one session
         #: give each its own (prefixed) sequence so answers can find their way back.
-        self._ids: Iterator[int | str] = ids if ids is not None else itertools.count(1)
-        self._pending: dict[int | str, asyncio.Future[msgspec.Raw]] = {}
-        self._progress: dict[int | str, ProgressCallback] = {}
-        self._in_flight: dict[int | str, asyncio.Task[None]] = {}
+        self._ids: Iterator[RequestId] = ids if ids is not None else itertools.count(1)
+        self._pending: dict[RequestId, asyncio.Future[msgspec.Raw]] = {}
+        self._progress: dict[RequestId, ProgressCallback] = {}
+        self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
         self._room = asyncio.Event()
         self._room.set()
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._input_held = False
         self._input_done = asyncio.Event()
-        #: Called once when the session closes.
+        #: Called once when the engine closes.
         self.on_close: list[Callable[[], None]] = []
-        # Optional synchronous fast path (see ServerDispatcher.answer_now).
-        self._answer_now: Callable[[Request], Any] | None = getattr(dispatcher, "answer_now", None)
 
     # -- running -------------------------------------------------------------
 
@@ -110,10 +152,9 @@ class Engine:
         answer before the channel closes (stdio: EOF on stdin ends the server
         cleanly); cancelling ``run`` winds down the same way.
         """
-        push = getattr(self.channel, "set_receiver", None)
-        if push is not None:
+        if self._push is not None:
             # The transport hands us lines from its own callback: no reader task.
-            push(self._on_lines)
+            self._push.set_receiver(self._on_lines)
             try:
                 await self._input_done.wait()
             finally:
@@ -123,12 +164,12 @@ class Engine:
             while True:
                 batch = await self.channel.read()
                 if batch is None:
-                    self._input_closed()
+                    self.dispatcher.input_closed()
                     break
                 for line in batch:
                     if not self._room.is_set():
                         await self._room.wait()
-                    self._receive(line)
+                    self.feed(line)
                 # Answers written from the read loop still respect the peer's pace.
                 await self.channel.drain()
         finally:
@@ -138,9 +179,8 @@ class Engine:
         """Let in-flight handlers finish (within ``grace`` seconds), fail pending requests, close."""
         if self._closed:
             return
-        hold = getattr(self.channel, "hold_input", None)
-        if hold is not None:
-            hold()  # winding down: nothing new is read while in-flight work finishes
+        if self._push is not None:
+            self._push.hold_input()  # winding down: nothing new is read while in-flight work finishes
         if self._in_flight:
             _, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
             for task in pending:
@@ -162,30 +202,22 @@ class Engine:
     def closed(self) -> bool:
         return self._closed
 
-    # -- inbound -------------------------------------------------------------
-
-    def _input_closed(self) -> None:
-        closed = getattr(self.dispatcher, "input_closed", None)
-        if closed is not None:
-            closed()
+    # -- inbound: bytes -> envelope -> typed request -> answer -----------------
 
     def _on_lines(self, batch: list[bytes | Oversized] | None) -> None:
         if batch is None:
-            self._input_closed()
+            self.dispatcher.input_closed()
             self._input_done.set()
             return
-        receive = self._receive
+        feed = self.feed
         for line in batch:
-            receive(line)
-        if len(self._in_flight) >= self.max_in_flight and not self._input_held:
+            feed(line)
+        if len(self._in_flight) >= self.max_in_flight and not self._input_held and self._push is not None:
             self._input_held = True
-            self.channel.hold_input()  # type: ignore[attr-defined]
+            self._push.hold_input()
 
     def feed(self, line: bytes | Oversized) -> None:
-        """Process one inbound message now (transports that are not read loops, e.g. HTTP)."""
-        self._receive(line)
-
-    def _receive(self, line: bytes | Oversized) -> None:
+        """Process one inbound line now: decode its envelope and dispatch it."""
         if isinstance(line, Oversized):
             self._send_error(
                 _id_in_head(line.head), INVALID_REQUEST, "Invalid Request: message exceeds the maximum size"
@@ -197,92 +229,106 @@ class Engine:
             self._send_error(exc.request_id, exc.code, exc.message)
             return
         if message.__class__ is Request:
-            # feed_message's request branch, inline: this is the per-call path.
-            answer_now = self._answer_now
-            rid = message.id
-            if answer_now is not None and rid not in self._in_flight:
-                result = answer_now(message)
-                if result is not None:
-                    self.channel.write(jsonrpc.encode_result(rid, result), rid, True)
-                    return
-            self._start_request(message)
+            self.submit(self.dispatcher.decode(message))
         elif isinstance(message, list):
             self._spawn(self._run_batch(message))
         else:
             self.feed_message(message)
 
     def feed_message(self, message: jsonrpc.Message) -> None:
-        """Process one already-decoded message now."""
+        """Process one message whose envelope is already decoded."""
         if isinstance(message, Request):
-            if self._answer_now is not None and message.id not in self._in_flight:
-                result = self._answer_now(message)
-                if result is not None:
-                    self.channel.write(jsonrpc.encode_result(message.id, result), message.id, True)
-                    return
-            self._start_request(message)
+            self.submit(self.dispatcher.decode(message))
         elif isinstance(message, Notification):
             self._on_notification(message)
         else:
             self._on_response(message)
 
-    def in_flight(self, request_id: int | str) -> bool:
-        return request_id in self._in_flight
-
-    def awaiting(self, request_id: int | str) -> bool:
-        """Whether one of our outbound requests with this id still awaits its answer."""
-        return request_id in self._pending
-
-    def _start_request(self, request: Request) -> None:
+    def submit(self, request: Req) -> None:
+        """Serve one decoded request: answered at once when the dispatcher can, else in its own task."""
         rid = request.id
         if rid in self._in_flight:
             self._send_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already in use")
+            return
+        result = self.dispatcher.answer_now(request)
+        if result is not None:
+            self.channel.respond(rid, jsonrpc.encode_result(rid, result))
             return
         self._in_flight[rid] = asyncio.create_task(self._run_request(request))
         if len(self._in_flight) >= self.max_in_flight:
             self._room.clear()
 
-    async def _run_request(self, request: Request) -> None:
+    def in_flight(self, request_id: RequestId) -> bool:
+        """Whether one of the peer's requests with this id is being handled."""
+        return request_id in self._in_flight
+
+    def in_flight_count(self) -> int:
+        """How many of the peer's requests are being handled."""
+        return len(self._in_flight)
+
+    def when_done(self, request_id: RequestId, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the handler of ``request_id`` has ended (now, if none runs)."""
+        task = self._in_flight.get(request_id)
+        if task is None:
+            callback()
+        else:
+            task.add_done_callback(lambda _: callback())
+
+    async def wait_idle(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` seconds for every in-flight handler to end; True if they did."""
+        if not self._in_flight:
+            return True
+        _, pending = await asyncio.wait(list(self._in_flight.values()), timeout=timeout)
+        return not pending
+
+    def awaiting(self, request_id: RequestId) -> bool:
+        """Whether one of our outbound requests with this id still awaits its answer."""
+        return request_id in self._pending
+
+    async def _run_request(self, request: Req) -> None:
         try:
-            data = await self._answer(request)
-            if data is not None:
-                self.channel.write(data, request.id, True)
+            answer = await self._answer(request)
+            if answer is not None:
+                self.channel.respond(request.id, answer[0], answer[1])
                 await self.channel.drain()
         finally:
             self._in_flight.pop(request.id, None)
             if len(self._in_flight) < self.max_in_flight:
                 self._room.set()
-                if self._input_held:
+                if self._input_held and self._push is not None:
                     self._input_held = False
-                    self.channel.release_input()  # type: ignore[attr-defined]
+                    self._push.release_input()
 
-    async def _answer(self, request: Request) -> bytes | None:
-        """Run the handler and encode its answer; None when it was cancelled."""
+    async def _answer(self, request: Req) -> tuple[bytes, int | None] | None:
+        """Run the handler; its encoded answer and error code (None: a result), or None when cancelled."""
+        rid = request.id
         try:
             if self.handler_timeout is None:
-                result = await self.dispatcher.handle_request(self, request)
+                result = await self.dispatcher.handle(self, request)
             else:
                 async with asyncio.timeout(self.handler_timeout):
-                    result = await self.dispatcher.handle_request(self, request)
-            return jsonrpc.encode_result(request.id, result)
+                    result = await self.dispatcher.handle(self, request)
+            return jsonrpc.encode_result(rid, result), None
         except MCPError as exc:
-            return _encode_error(request.id, exc.code, exc.message, exc.data)
+            return _encode_error(rid, exc.code, exc.message, exc.data), exc.code
         except TimeoutError:
             return _encode_error(
-                request.id, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s"
-            )
+                rid, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s"
+            ), INTERNAL_ERROR
         except asyncio.CancelledError:
             # Cancelled by the peer (no answer is due, basic/patterns/cancellation)
             # or by shutdown; either way nothing more is sent for this request.
             return None
         except Exception:
             logger.exception("handler for %s failed", request.method)
-            return _encode_error(request.id, INTERNAL_ERROR, "Internal error")
+            return _encode_error(rid, INTERNAL_ERROR, "Internal error"), INTERNAL_ERROR
 
     async def _run_batch(self, items: list[msgspec.Raw]) -> None:
         answers = await asyncio.gather(*(self._answer_batch_item(raw) for raw in items))
         out = [a for a in answers if a is not None]
         if out:
-            self.channel.write(b"[" + b",".join(out) + b"]", None, True)
+            # A batch's HTTP status is 200 whatever its items say: no single outcome.
+            self.channel.respond(None, b"[" + b",".join(out) + b"]")
             await self.channel.drain()
 
     async def _answer_batch_item(self, raw: msgspec.Raw) -> bytes | None:
@@ -294,7 +340,8 @@ class Engine:
             if message.method == "initialize":
                 # lifecycle: "The initialization request MUST NOT be part of a JSON-RPC batch".
                 return _encode_error(message.id, INVALID_REQUEST, "initialize must not be batched")
-            return await self._answer(message)
+            answer = await self._answer(self.dispatcher.decode(message))
+            return answer[0] if answer is not None else None
         if isinstance(message, Notification):
             self._on_notification(message)
         elif isinstance(message, Response | ErrorResponse):
@@ -418,9 +465,9 @@ class Engine:
         task.cancel()
         return True
 
-    def _send_error(self, request_id: int | str | None, code: int, message: str) -> None:
+    def _send_error(self, request_id: RequestId | None, code: int, message: str) -> None:
         if not self._closed:
-            self.channel.write(jsonrpc.encode_error(request_id, code, message), request_id, True)
+            self.channel.respond(request_id, jsonrpc.encode_error(request_id, code, message), code)
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)
@@ -463,7 +510,9 @@ def _expire(fut: asyncio.Future[Any]) -> None:
         fut.set_exception(TimeoutError())
 
 
-def _call_progress(session: Engine, cb: ProgressCallback, progress: float, total: Any, message: Any) -> None:
+def _call_progress(
+    session: Engine[Any], cb: ProgressCallback, progress: float, total: Any, message: Any
+) -> None:
     # Called in arrival order; an async callback's body is scheduled in that order too.
     try:
         out = cb(

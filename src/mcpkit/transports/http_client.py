@@ -144,9 +144,12 @@ class StreamableHTTPChannel(_ChannelBase):
         self.default_retry_ms = default_retry_ms
         self._get_task: asyncio.Task[None] | None = None
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+    def write(self, data: bytes, related: int | str | None = None) -> None:
         if not self.closed:
             self._spawn(self._post(data))
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self.write(data)
 
     # -- POST ----------------------------------------------------------------
 
@@ -395,9 +398,12 @@ class SSEClientChannel(_ChannelBase):
             self._ready.set()
             self._inbox.put_nowait(None)
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
+    def write(self, data: bytes, related: int | str | None = None) -> None:
         if not self.closed:
             self._spawn(self._post(data))
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self.write(data)
 
     async def _post(self, data: bytes) -> None:
         assert self.endpoint is not None

@@ -14,10 +14,11 @@ import signal
 import stat
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
+from ..session.channel import Receiver
 
 __all__ = ["ProcessChannel", "StdioChannel", "open_process_channel", "open_stdio_channel"]
 
@@ -27,12 +28,12 @@ _READ_SIZE = 64 * 1024
 
 
 class _LineReader:
-    """Receives bytes from a transport and hands out batches of lines.
+    """Receives bytes from a pipe and hands out batches of lines.
 
     Two ways out: ``read()`` for a reader loop, or a *receiver* callback that
-    gets each batch straight from the transport's ``data_received`` — no
-    future, no task switch, one pass of the event loop per read. The receiver
-    can ``hold`` delivery (the transport stops reading) and ``release`` it.
+    gets each batch straight from the pipe's ``data_received`` — no future, no
+    task switch, one pass of the event loop per read. Delivery can be held for
+    named reasons (the pipe stops being read) and released.
     """
 
     def __init__(self, max_line_bytes: int) -> None:
@@ -43,20 +44,15 @@ class _LineReader:
         self.pause: Any = None  # callable that pauses the transport
         self.resume: Any = None
         self.paused = False
-        self.receiver: Callable[[list[bytes | Oversized] | None], None] | None = None
-        #: The channel whose writes are corked while a batch of several lines is handled.
-        self.corked: _Corkable | None = None
-        #: Why delivery is held: the session is full, or the peer is not reading our output.
+        self.receiver: Receiver | None = None
+        #: Why delivery is held: the engine is full, or the peer is not reading our output.
         self.holds: set[str] = set()
 
     def feed(self, data: bytes) -> None:
         lines = self.framer.feed(data)
         if self.receiver is not None and not self.holds and not self.lines:
             if lines:
-                if len(lines) == 1 or self.corked is None:
-                    self.receiver(lines)  # one line: at most one answer from it, nothing to gather
-                else:
-                    self._push(lines)
+                self.receiver(lines)
             return
         self.lines.extend(lines)
         if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
@@ -70,7 +66,7 @@ class _LineReader:
         self._wake()
         self._deliver()
 
-    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+    def set_receiver(self, receiver: Receiver) -> None:
         self.receiver = receiver
         self._deliver()
 
@@ -96,36 +92,10 @@ class _LineReader:
         if self.lines:
             batch = list(self.lines)
             self.lines.clear()
-            if self.corked is None:
-                receiver(batch)
-            else:
-                self._push(batch)
+            receiver(batch)
         if self.eof and not self.holds:
             self.receiver = None  # EOF is delivered once
             receiver(None)
-
-    def _push(self, batch: list[bytes | Oversized]) -> None:
-        """Hand ``batch`` to the receiver with the channel's writes corked, then write them at once.
-
-        Answers produced while one read's lines are handled (sync tools answered
-        inline, errors for bad lines) go out in one write — one system call —
-        instead of one each, in the order they were written. Nothing is held past
-        the end of the callback: a handler that answers later, from its own task,
-        writes straight through.
-        """
-        channel = self.corked
-        assert channel is not None and self.receiver is not None
-        if channel._cork is not None:  # already inside a corked delivery
-            self.receiver(batch)
-            return
-        out: list[bytes] = []
-        channel._cork = out
-        try:
-            self.receiver(batch)
-        finally:
-            channel._cork = None
-            if out:
-                channel._flush(out)
 
     def _wake(self) -> None:
         w = self.waiter
@@ -147,14 +117,6 @@ class _LineReader:
             self.paused = False
             self.resume()
         return batch
-
-
-class _Corkable(Protocol):
-    """A channel whose writes can be gathered while a batch of input is handled."""
-
-    _cork: list[bytes] | None
-
-    def _flush(self, out: list[bytes]) -> None: ...
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -221,7 +183,73 @@ class _WriteProtocol(asyncio.Protocol):
                         self._drainers.remove(fut)
 
 
-class StdioChannel:
+class _PipeChannel:
+    """What both ends of a stdio connection share: lines in, lines out, and flow control.
+
+    Input comes from a :class:`_LineReader`, pulled (``read``) or pushed
+    (``set_receiver``). Output is written to a pipe; answers produced while one
+    pushed batch of several lines is handled (sync tools answered inline,
+    errors for bad lines) are *corked* and go out in one write — one system
+    call — in the order they were written. Nothing is held past the end of the
+    batch: a handler that answers later, from its own task, writes straight through.
+    """
+
+    def __init__(self, reader: _LineReader) -> None:
+        self._reader = reader
+        self._receiver: Receiver | None = None
+        self._cork: list[bytes] | None = None
+
+    def _pipe(self) -> asyncio.WriteTransport | None:
+        raise NotImplementedError
+
+    async def read(self) -> list[bytes | Oversized] | None:
+        return await self._reader.read()
+
+    def set_receiver(self, receiver: Receiver) -> None:
+        """Deliver input batches to ``receiver`` as they arrive (None at end of input)."""
+        self._receiver = receiver
+        self._reader.set_receiver(self._deliver)
+
+    def hold_input(self) -> None:
+        self._reader.hold("engine")
+
+    def release_input(self) -> None:
+        self._reader.release("engine")
+
+    def _deliver(self, batch: list[bytes | Oversized] | None) -> None:
+        receiver = self._receiver
+        assert receiver is not None
+        if batch is None or len(batch) == 1 or self._cork is not None:
+            receiver(batch)  # one line: at most one answer from it, nothing to gather
+            return
+        out: list[bytes] = []
+        self._cork = out
+        try:
+            receiver(batch)
+        finally:
+            self._cork = None
+            if out:
+                self._flush(out)
+
+    def write(self, data: bytes, related: int | str | None = None) -> None:
+        cork = self._cork
+        if cork is not None:
+            cork.append(data)
+            return
+        pipe = self._pipe()
+        if pipe is not None and not pipe.is_closing():
+            pipe.write(data + b"\n")
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self.write(data)
+
+    def _flush(self, out: list[bytes]) -> None:
+        pipe = self._pipe()
+        if pipe is not None and not pipe.is_closing():
+            pipe.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")
+
+
+class StdioChannel(_PipeChannel):
     """The server's end: our stdin and a private duplicate of our stdout."""
 
     def __init__(
@@ -231,41 +259,21 @@ class StdioChannel:
         protocol: _WriteProtocol,
         read_transport: asyncio.BaseTransport | None,
     ) -> None:
-        self._reader = reader
+        super().__init__(reader)
         self._transport = transport
         self._protocol = protocol
         self._read_transport = read_transport
 
-        self._cork: list[bytes] | None = None
+    def _pipe(self) -> asyncio.WriteTransport:
+        return self._transport
 
-    async def read(self) -> list[bytes | Oversized] | None:
-        return await self._reader.read()
-
-    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
+    def set_receiver(self, receiver: Receiver) -> None:
         """Deliver input batches to ``receiver`` as they arrive (None at end of input).
 
         A peer that stops reading our output gets no more of its input read.
         """
         self._protocol.reader = self._reader
-        self._reader.corked = self
-        self._reader.set_receiver(receiver)
-
-    def hold_input(self) -> None:
-        self._reader.hold("session")
-
-    def release_input(self) -> None:
-        self._reader.release("session")
-
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        cork = self._cork
-        if cork is not None:
-            cork.append(data)
-        elif not self._transport.is_closing():
-            self._transport.write(data + b"\n")
-
-    def _flush(self, out: list[bytes]) -> None:
-        if not self._transport.is_closing():
-            self._transport.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")
+        super().set_receiver(receiver)
 
     async def drain(self) -> None:
         await self._protocol.drain()
@@ -380,17 +388,27 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         self.reader.feed_eof()
 
 
-class ProcessChannel:
-    """The client's end: a spawned server process's stdin/stdout."""
+class ProcessChannel(_PipeChannel):
+    """The client's end: a spawned server process's stdin/stdout.
+
+    Unlike the server's end, input is not held while the server is slow to
+    read our requests: the server may itself be waiting for us to read its
+    answers, and a client that writes many requests before reading (e.g.
+    ``asyncio.gather``) would deadlock with it.
+    """
 
     def __init__(
         self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol, terminate_timeout: float
     ) -> None:
+        super().__init__(protocol.reader)
         self._transport = transport
         self._protocol = protocol
-        self._stdin = transport.get_pipe_transport(0)
+        stdin = transport.get_pipe_transport(0)
+        self._stdin = stdin if isinstance(stdin, asyncio.WriteTransport) else None
         self.terminate_timeout = terminate_timeout
-        self._cork: list[bytes] | None = None
+
+    def _pipe(self) -> asyncio.WriteTransport | None:
+        return self._stdin
 
     @property
     def pid(self) -> int:
@@ -399,40 +417,6 @@ class ProcessChannel:
     @property
     def returncode(self) -> int | None:
         return self._transport.get_returncode()
-
-    async def read(self) -> list[bytes | Oversized] | None:
-        return await self._protocol.reader.read()
-
-    def set_receiver(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
-        """Deliver the server's output batches to ``receiver`` as they arrive (None at the end).
-
-        Unlike the server's end, input is not held while the server is slow to
-        read our requests: the server may itself be waiting for us to read its
-        answers, and a client that writes many requests before reading (e.g.
-        ``asyncio.gather``) would deadlock with it.
-        """
-        self._protocol.reader.corked = self
-        self._protocol.reader.set_receiver(receiver)
-
-    def hold_input(self) -> None:
-        self._protocol.reader.hold("session")
-
-    def release_input(self) -> None:
-        self._protocol.reader.release("session")
-
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        cork = self._cork
-        if cork is not None:
-            cork.append(data)
-            return
-        stdin = self._stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(data + b"\n")  # type: ignore[attr-defined]
-
-    def _flush(self, out: list[bytes]) -> None:
-        stdin = self._stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")  # type: ignore[attr-defined]
 
     async def drain(self) -> None:
         await self._protocol.write.drain()

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
-import msgspec
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
@@ -21,9 +20,7 @@ if TYPE_CHECKING:
     from ...session.engine import Engine
     from .sessions import LegacyHTTPSession
 
-__all__ = ["SingleChannel", "answer", "fail", "json_answer", "jsonrpc_error"]
-
-_any = msgspec.json.Decoder()
+__all__ = ["ReplyForm", "SingleChannel", "answer", "fail", "json_answer", "jsonrpc_error"]
 
 
 class SingleChannel:
@@ -37,8 +34,11 @@ class SingleChannel:
     async def read(self) -> list[bytes | Oversized] | None:
         return None
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        self.stream.push(data, final)
+    def write(self, data: bytes, related: int | str | None = None) -> None:
+        self.stream.push(data)
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        self.stream.push(data, True, error)
 
     async def drain(self) -> None:
         return None
@@ -47,47 +47,76 @@ class SingleChannel:
         self.stream.close()
 
 
+@dataclass(frozen=True, slots=True)
+class ReplyForm:
+    """How one POST may be answered: a JSON body, an SSE stream, or either;
+    and which era's rules choose the status of an error answer."""
+
+    json: bool
+    sse: bool
+    modern: bool
+
+    @classmethod
+    def negotiate(cls, accept: str | None, json_response: bool | None, *, modern: bool) -> ReplyForm | None:
+        """What the client's ``Accept`` and the server's ``json_response`` setting
+        leave (None: nothing the client accepts, a 406)."""
+        if not accept:
+            json_ok, sse_ok = True, False
+        else:
+            value = accept.lower()
+            anything = "*/*" in value
+            json_ok = anything or "application/json" in value
+            sse_ok = anything or "text/event-stream" in value
+        if not (json_ok or sse_ok):
+            return None
+        # json_response=True: JSON whenever the client takes it; False: SSE whenever it does.
+        return cls(
+            json=json_ok and json_response is not False,
+            sse=sse_ok and json_response is not True,
+            modern=modern,
+        )
+
+    def era(self, *, modern: bool) -> ReplyForm:
+        """The same form under ``modern``'s status rules."""
+        return self if self.modern is modern else ReplyForm(self.json, self.sse, modern)
+
+
 async def answer(
     settings: HTTPSettings,
     stream: ResponseStream,
-    engine: Engine,
+    engine: Engine[Any],
     request_id: int | str,
     receive: Receive,
     send: Send,
-    json_ok: bool,
-    sse_ok: bool,
+    form: ReplyForm,
     *,
-    modern: bool,
     session: LegacyHTTPSession | None = None,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Send the request's answer as JSON when it is ready first, else as SSE."""
-    mode = settings.json_response
-    want_json = json_ok and mode is not False
-    want_sse = sse_ok and mode is not True
     first = stream.ready()
     if first is None:
-        first = await _first(stream, engine, request_id, receive, modern, want_sse)
+        first = await _first(stream, engine, request_id, receive, form.modern)
         if first is None:
             return  # the client went away
-    if first.final and want_json:
-        await json_answer(send, first.data, modern, extra)
+    if first.final and form.json:
+        await json_answer(send, first, form.modern, extra)
         return
-    if not want_sse:
+    if not form.sse:
         # JSON only: what came before the result has nowhere to go in this era's
         # rules (legacy: it already went to the GET stream; modern: dropped).
         item: StreamItem | None = first
         while item is not None and not item.final:
             item = await stream.get()
         if item is not None:
-            await json_answer(send, item.data, modern, extra)
+            await json_answer(send, item, form.modern, extra)
         return
     resumable = session is not None
     if session is not None and session.shared is not None:
         session.shared.persist(session, stream)  # resumable on any worker
 
     def disconnected() -> None:
-        if modern:
+        if form.modern:
             # 2026-07-28: closing the response stream cancels the request.
             engine.cancel_local(request_id)
 
@@ -105,12 +134,7 @@ async def answer(
 
 
 async def _first(
-    stream: ResponseStream,
-    engine: Engine,
-    request_id: int | str,
-    receive: Receive,
-    modern: bool,
-    want_sse: bool,
+    stream: ResponseStream, engine: Engine[Any], request_id: int | str, receive: Receive, modern: bool
 ) -> StreamItem | None:
     """Wait for the first message, watching for the client leaving meanwhile."""
 
@@ -128,22 +152,12 @@ async def _first(
         watcher.cancel()
 
 
-def _error_code(data: bytes) -> int | None:
-    if data.find(b'"result":') != -1:
-        return None
-    try:
-        code = _any.decode(data)["error"]["code"]
-    except (msgspec.DecodeError, KeyError, TypeError):
-        return None
-    return code if isinstance(code, int) else None
-
-
 async def json_answer(
-    send: Send, data: bytes, modern: bool, extra: Iterable[tuple[bytes, bytes]] | None
+    send: Send, item: StreamItem, modern: bool, extra: Iterable[tuple[bytes, bytes]] | None
 ) -> None:
-    code = _error_code(data)
-    status = 200 if code is None else h.status_for_error(code, modern=modern)
-    await respond(send, status, data, headers=extra or ())
+    """The answer as a JSON body; an error answer's status follows its code and the era."""
+    status = 200 if item.error is None else h.status_for_error(item.error, modern=modern)
+    await respond(send, status, item.data, headers=extra or ())
 
 
 async def jsonrpc_error(

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from msgspec import UNSET
@@ -25,13 +25,17 @@ from msgspec import UNSET
 from ...protocol import http as h
 from ...protocol import jsonrpc
 from ...protocol.auth import Authenticator, AuthError, Principal
-from ...protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MCPError, ProtocolError
+from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError, ProtocolError
 from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
+from ...protocol.meta import PROTOCOL_VERSION as PROTOCOL_VERSION_META
+from ...protocol.requests import ServerRequest, decode_request
 from ...protocol.versions import ProtocolVersion, parse_version
 from ...scale.errors import RedisUnavailable
-from .answer import SingleChannel, answer, fail, jsonrpc_error
+from ...session.engine import Engine
+from .answer import ReplyForm, SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
+from .contract import ServedApp, ServedConnection
 from .lifetime import Lifetime
 from .principal import current_principal
 from .sessions import LegacyHTTPSession, new_session_id
@@ -39,7 +43,6 @@ from .settings import HTTPSettings
 from .streams import ResponseStream, pump_sse
 
 if TYPE_CHECKING:
-    from ...server.app import MCPServer
     from .shared import SharedSessionStore
 
 __all__ = ["HTTPSettings", "StreamableHTTPApp"]
@@ -58,13 +61,12 @@ class _ParamsPeek(msgspec.Struct):
 
 
 _peek = msgspec.json.Decoder(_ParamsPeek)
-_any = msgspec.json.Decoder()
 
 
 class StreamableHTTPApp(Lifetime):
-    """ASGI app serving an :class:`MCPServer` over Streamable HTTP (and legacy HTTP+SSE)."""
+    """ASGI app serving an :class:`ServedApp` over Streamable HTTP (and legacy HTTP+SSE)."""
 
-    def __init__(self, server: MCPServer, settings: HTTPSettings | None = None) -> None:
+    def __init__(self, server: ServedApp, settings: HTTPSettings | None = None) -> None:
         self.server = server
         self.settings = settings = settings or HTTPSettings()
         self.policy = h.OriginPolicy(settings.host, settings.allowed_hosts, settings.allowed_origins)
@@ -215,23 +217,28 @@ class StreamableHTTPApp(Lifetime):
         document = self.settings.auth.metadata(self.resource_url(scope, headers))
         await respond(send, 200, msgspec.json.encode(document), headers=[(b"cache-control", b"max-age=300")])
 
-    def _check_scopes(self, principal: Principal | None, method: str, params: Any) -> None:
+    def _check_scopes(self, request: ServerRequest) -> None:
         """403 insufficient_scope before dispatch when the target needs more scopes."""
         auth = self.settings.auth
-        if auth is None or principal is None or not isinstance(params, dict):
+        principal = request.principal
+        if auth is None or principal is None:
             return
-        required = self.server.required_scopes(method, params)
+        required = self.server.required_scopes(request.method, request.target)
         if required and not required <= principal.scopes:
             raise _auth_failure(auth.insufficient_scope(required, _resource.get()))
 
     # -- POST ----------------------------------------------------------------
+    #
+    # The body is decoded once: the envelope here, the params by decode_request
+    # into a ServerRequest, which routing, header validation and scope checks
+    # read, and which the engine then serves as it is (Engine.submit).
 
     async def _post(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         ctype = headers.get("content-type", "")
         if ctype.split(";", 1)[0].strip().lower() != "application/json":
             raise HTTPFailure(415, "Content-Type must be application/json")
-        json_ok, sse_ok = _accepts(headers.get("accept"))
-        if not (json_ok or sse_ok):
+        form = ReplyForm.negotiate(headers.get("accept"), self.settings.json_response, modern=False)
+        if form is None:
             raise HTTPFailure(406, "Accept must include application/json or text/event-stream")
         body = await read_body(receive, headers, self.settings.max_body_bytes, self.settings.body_timeout)
         try:
@@ -241,90 +248,76 @@ class StreamableHTTPApp(Lifetime):
             return
         version = parse_version(headers.get(h.PROTOCOL_VERSION, "").strip())
         if isinstance(message, list):
-            await self._post_batch(message, receive, send, headers, version)
+            await self._post_batch(message, send, headers)
             return
-        meta = self._meta_of(message)
+        request: ServerRequest | None = None
+        if isinstance(message, Request):
+            request = decode_request(message)
+            request.principal = _principal.get()
+            request.transport = "http"
+            meta = request.meta
+        else:
+            meta = _notification_meta(message)
         session_id = headers.get(h.SESSION_ID)
         if (version is not None and version.is_modern) or (
             session_id is None
             and not _is_initialize(message)
-            and (meta is not None or not self._legacy_stateless)
+            and ((meta is not None and PROTOCOL_VERSION_META in meta) or not self.settings.stateless)
         ):
-            await self._post_modern(message, meta, receive, send, headers, json_ok, sse_ok)
+            await self._post_modern(message, request, receive, send, headers, form.era(modern=True))
         else:
-            await self._post_legacy(message, receive, send, headers, version, json_ok, sse_ok)
-
-    @property
-    def _legacy_stateless(self) -> bool:
-        return self.settings.stateless
-
-    @staticmethod
-    def _meta_of(message: jsonrpc.Message) -> dict[str, Any] | None:
-        if not isinstance(message, Request | Notification) or message.params is None:
-            return None
-        try:
-            peek = _peek.decode(message.params)
-        except msgspec.DecodeError:
-            return None
-        if peek.meta is UNSET or "io.modelcontextprotocol/protocolVersion" not in peek.meta:
-            return None
-        return peek.meta
+            await self._post_legacy(message, request, receive, send, headers, version, form)
 
     async def _post_modern(
         self,
         message: jsonrpc.Message,
-        meta: dict[str, Any] | None,
+        request: ServerRequest | None,
         receive: Receive,
         send: Send,
         headers: dict[str, str],
-        json_ok: bool,
-        sse_ok: bool,
+        form: ReplyForm,
     ) -> None:
         if isinstance(message, Notification):
             await respond(send, 202)  # no client notifications are defined for modern HTTP
             return
-        if not isinstance(message, Request):
+        if request is None:
             await jsonrpc_error(
                 send, 400, None, INVALID_REQUEST, "Invalid Request: clients must not POST responses"
             )
             return
         try:
-            params = _any.decode(message.params) if message.params is not None else {}
-            tool_headers = self._tool_headers(message.method, params)
-            h.validate_modern_headers(headers, message.method, params, tool_headers)
-            if message.method in LEGACY_ONLY_METHODS:
+            target = request.target
+            tool_headers = (
+                self.server.tool_header_params(target)
+                if request.method == "tools/call" and target is not None
+                else None
+            )
+            h.validate_modern_headers(
+                headers, request.method, request.meta, target, request.arguments, tool_headers
+            )
+            if request.method in LEGACY_ONLY_METHODS:
                 # Removed in 2026-07-28 (initialize included: this request is modern).
-                raise MCPError.method_not_found(message.method)
-            self._check_scopes(_principal.get(), message.method, params)
+                raise MCPError.method_not_found(request.method)
+            self._check_scopes(request)
         except MCPError as exc:
             await jsonrpc_error(
-                send, h.status_for_error(exc.code, modern=True), message.id, exc.code, exc.message
+                send, h.status_for_error(exc.code, modern=True), request.id, exc.code, exc.message
             )
             return
-        except msgspec.DecodeError as exc:
-            await jsonrpc_error(send, 400, message.id, INVALID_PARAMS, f"Invalid params: {exc}")
-            return
-        stream = ResponseStream("m", message.id, self.settings.stream_queue_limit)
-        engine = self.server.connect(SingleChannel(stream), stateless=True)
-        engine.dispatcher.principal = _principal.get()  # type: ignore[attr-defined]
-        engine.feed_message(message)
-        await answer(self.settings, stream, engine, message.id, receive, send, json_ok, sse_ok, modern=True)
-
-    def _tool_headers(self, method: str, params: Any) -> dict[str, tuple[str, ...]] | None:
-        if method != "tools/call" or not isinstance(params, dict):
-            return None
-        tool = self.server._tools.tools.get(params.get("name"))  # type: ignore[arg-type]
-        return tool.header_params if tool is not None else None
+        stream = ResponseStream("m", request.id, self.settings.stream_queue_limit)
+        engine = self.server.connect(SingleChannel(stream), stateless=True, transport="http")
+        engine.submit(request)
+        await answer(self.settings, stream, engine, request.id, receive, send, form)
 
     async def _post_legacy(
         self,
         message: jsonrpc.Message,
+        request: ServerRequest | None,
         receive: Receive,
         send: Send,
         headers: dict[str, str],
         version: ProtocolVersion | None,
-        json_ok: bool,
-        sse_ok: bool,
+        form: ReplyForm,
     ) -> None:
         if h.PROTOCOL_VERSION in headers and (version is None or version not in self.server.versions):
             # 2025-06-18+: an invalid or unsupported MCP-Protocol-Version is a 400.
@@ -337,72 +330,93 @@ class StreamableHTTPApp(Lifetime):
             )
             return
         if self.settings.stateless:
-            await self._post_stateless_legacy(message, receive, send, version, json_ok, sse_ok)
+            await self._post_stateless_legacy(request, receive, send, version, form)
             return
         session_id = headers.get(h.SESSION_ID)
         extra: list[tuple[bytes, bytes]] = []
         claimed = True
         if session_id is None:
             # Only initialize reaches here without a session (see _post).
-            sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
-            if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
-                raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
-            principal = _principal.get()
-            owner = principal.key if principal is not None else None
-            if self.shared is not None:
-                session = self.shared.new_session(new_session_id(), owner)
-            else:
-                session = LegacyHTTPSession(
-                    self.server,
-                    new_session_id(),
-                    self.settings.stream_queue_limit,
-                    self.settings.replay_events,
-                    principal=owner,
-                )
-            self.sessions.add(session)
+            session = self._open_session()
             extra.append((b"mcp-session-id", session.id.encode()))
         else:
-            found, claimed = await self._claim_in(
-                session_id,
-                message.id if isinstance(message, Request) and message.method != "initialize" else None,
-            )
+            claim = request.id if request is not None and request.method != "initialize" else None
+            found, claimed = await self._claim_in(session_id, claim)
             if found is None:
                 await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
             session = found
-            if isinstance(message, Request) and message.method == "initialize":
-                await jsonrpc_error(send, 400, message.id, INVALID_REQUEST, "Session already initialized")
+            if request is not None and request.method == "initialize":
+                await jsonrpc_error(send, 400, request.id, INVALID_REQUEST, "Session already initialized")
                 return
         session.touch()
         session.conn.principal = _principal.get()  # the latest token's scopes (step-up)
-        if not isinstance(message, Request):
+        if request is None:
             if self.shared is None or not self.shared.relay(session, message):
                 session.engine.feed_message(message)
             await respond(send, 202, headers=extra)
             return
-        if self.settings.auth is not None and message.params is not None:
-            try:
-                with contextlib.suppress(msgspec.DecodeError):
-                    self._check_scopes(_principal.get(), message.method, _any.decode(message.params))
-            except HTTPFailure:
-                if self.shared is not None and session_id is not None and claimed:
-                    self.shared.store.release(session.id, message.id)
-                raise
-        if not claimed or message.id in session.request_streams or session.engine.in_flight(message.id):
+        try:
+            self._check_scopes(request)
+        except HTTPFailure:
+            if self.shared is not None and session_id is not None and claimed:
+                self.shared.store.release(session.id, request.id)
+            raise
+        if not claimed or request.id in session.request_streams or session.engine.in_flight(request.id):
             await jsonrpc_error(
-                send, 200, message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
+                send, 200, request.id, INVALID_REQUEST, f"id {request.id!r} is already in use"
             )
             return
-        stream = session.open_stream(message.id)
-        session.engine.feed_message(message)
-        if self.shared is not None and session_id is not None:
-            self.shared.release_when_done(session, message.id)
+        claims = self.shared is not None and session_id is not None
+        await self._serve_in_session(session, request, receive, send, form, extra, claims=claims)
+
+    def _open_session(self) -> LegacyHTTPSession:
+        """A new legacy session for ``initialize`` (refused past ``max_sessions``)."""
+        sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
+        if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
+            raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
+        principal = _principal.get()
+        owner = principal.key if principal is not None else None
+        if self.shared is not None:
+            session = self.shared.new_session(new_session_id(), owner)
+        else:
+            session = LegacyHTTPSession(
+                self.server,
+                new_session_id(),
+                self.settings.stream_queue_limit,
+                self.settings.replay_events,
+                principal=owner,
+            )
+        self.sessions.add(session)
+        return session
+
+    async def _serve_in_session(
+        self,
+        session: LegacyHTTPSession,
+        request: ServerRequest,
+        receive: Receive,
+        send: Send,
+        form: ReplyForm,
+        extra: list[tuple[bytes, bytes]],
+        *,
+        claims: bool,
+    ) -> None:
+        """Serve one request in a legacy session and answer it on its own stream.
+
+        ``claims``: the request id was claimed across workers and is released
+        when its handler ends.
+        """
+        stream = session.open_stream(request.id)
+        session.engine.submit(request)
+        if claims:
+            assert self.shared is not None
+            self.shared.release_when_done(session, request.id)
         try:
-            if self.shared is not None and message.method in self.shared.stateful:
+            if self.shared is not None and request.method in self.shared.stateful:
                 try:
-                    await self.shared.commit(session, message, stream)
+                    await self.shared.commit(session, request, stream)
                 except RedisUnavailable:
-                    if message.method == "initialize":
+                    if request.method == "initialize":
                         self.sessions.remove(session.id)
                         await session.close()
                     raise
@@ -410,12 +424,10 @@ class StreamableHTTPApp(Lifetime):
                 self.settings,
                 stream,
                 session.engine,
-                message.id,
+                request.id,
                 receive,
                 send,
-                json_ok,
-                sse_ok,
-                modern=False,
+                form,
                 session=session,
                 extra=extra,
             )
@@ -427,39 +439,32 @@ class StreamableHTTPApp(Lifetime):
 
     async def _post_stateless_legacy(
         self,
-        message: jsonrpc.Message,
+        request: ServerRequest | None,
         receive: Receive,
         send: Send,
         version: ProtocolVersion | None,
-        json_ok: bool,
-        sse_ok: bool,
+        form: ReplyForm,
     ) -> None:
-        if not isinstance(message, Request):
+        if request is None:
             await respond(send, 202)
             return
-        stream = ResponseStream("s", message.id, self.settings.stream_queue_limit)
-        engine = self.server.connect(SingleChannel(stream), stateless=True)
-        if message.method != "initialize":
+        stream = ResponseStream("s", request.id, self.settings.stream_queue_limit)
+        engine = self.server.connect(SingleChannel(stream), stateless=True, transport="http")
+        if request.method != "initialize":
             # No session to remember a handshake: the header says the revision
             # (2025-03-26 when absent, streamable-http "Protocol Version Header").
-            engine.dispatcher.lifecycle.assume(version or ProtocolVersion.V2025_03_26)  # type: ignore[attr-defined]
-        engine.feed_message(message)
-        await answer(self.settings, stream, engine, message.id, receive, send, json_ok, sse_ok, modern=False)
+            served(engine).lifecycle.assume(version or ProtocolVersion.V2025_03_26)
+        engine.submit(request)
+        await answer(self.settings, stream, engine, request.id, receive, send, form)
 
-    async def _post_batch(
-        self,
-        items: list[msgspec.Raw],
-        receive: Receive,
-        send: Send,
-        headers: dict[str, str],
-        version: ProtocolVersion | None,
-    ) -> None:
+    async def _post_batch(self, items: list[msgspec.Raw], send: Send, headers: dict[str, str]) -> None:
         """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
         session = await self._session_for(headers.get(h.SESSION_ID, ""))
         if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
             await jsonrpc_error(send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted")
             return
         session.touch()
+        session.conn.principal = _principal.get()
         streams: list[ResponseStream] = []
         answers: list[bytes] = []
         for raw in items:
@@ -579,12 +584,20 @@ def _route_path(scope: Scope) -> str:
     return path
 
 
-def _accepts(accept: str | None) -> tuple[bool, bool]:
-    if not accept:
-        return True, False
-    value = accept.lower()
-    anything = "*/*" in value
-    return anything or "application/json" in value, anything or "text/event-stream" in value
+def _notification_meta(message: jsonrpc.Message) -> dict[str, Any] | None:
+    """A notification's ``_meta`` (requests are decoded whole, by decode_request)."""
+    if not isinstance(message, Notification) or message.params is None:
+        return None
+    try:
+        peek = _peek.decode(message.params)
+    except msgspec.DecodeError:
+        return None
+    return peek.meta if peek.meta is not UNSET else None
+
+
+def served(engine: Engine[Any]) -> ServedConnection:
+    """The per-connection state behind an engine made by :meth:`ServedApp.connect`."""
+    return cast("ServedConnection", engine.dispatcher)
 
 
 def _is_initialize(message: jsonrpc.Message) -> bool:

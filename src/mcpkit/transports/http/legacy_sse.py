@@ -47,9 +47,8 @@ class LegacySSE:
     async def drain(self) -> None:
         """End every stream once its in-flight calls have answered on it."""
         sessions = list(self.sessions.values())
-        pending = [task for s in sessions for task in s.engine._in_flight.values()]
-        if pending:
-            await asyncio.wait(pending, timeout=self.app.settings.shutdown_grace)
+        grace = self.app.settings.shutdown_grace
+        await asyncio.gather(*(s.engine.wait_idle(grace) for s in sessions))
         for session in sessions:
             session.standalone.close()
 
@@ -64,6 +63,7 @@ class LegacySSE:
             settings.stream_queue_limit,
             0,
             principal=principal.key if principal is not None else None,
+            transport="sse",
         )
         session.conn.principal = principal
         session.single_stream = True

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .asgi import Receive, Send
 
 if TYPE_CHECKING:
-    from ...server.app import MCPServer
+    from .contract import ServedApp
     from .legacy_sse import LegacySSE
     from .sessions import SessionStore
     from .settings import HTTPSettings
@@ -22,7 +22,7 @@ __all__ = ["Lifetime"]
 class Lifetime:
     """Start-up, eviction, drain and shutdown of a :class:`StreamableHTTPApp`."""
 
-    server: MCPServer
+    server: ServedApp
     settings: HTTPSettings
     sessions: SessionStore
     shared: SharedSessionStore | None
@@ -53,7 +53,11 @@ class Lifetime:
         cutoff = time.monotonic() - self.settings.session_idle_timeout
         evicted = 0
         for session in self.sessions:
-            if session.last_seen < cutoff and not session.get_connected and not session.engine._in_flight:
+            if (
+                session.last_seen < cutoff
+                and not session.get_connected
+                and not session.engine.in_flight_count()
+            ):
                 self.sessions.remove(session.id)
                 await session.close()
                 evicted += 1

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .app import HTTPSettings, StreamableHTTPApp
 
 if TYPE_CHECKING:
-    from ...server.app import MCPServer
+    from .contract import ServedApp
 
 __all__ = ["serve_http"]
 
@@ -22,7 +22,7 @@ logger = logging.getLogger("mcpkit.http")
 
 
 async def serve_http(
-    server: MCPServer,
+    server: ServedApp,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,

@@ -10,15 +10,14 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...protocol.framing import Oversized
 from .streams import ResponseStream
 
 if TYPE_CHECKING:
-    from ...server.app import MCPServer
-    from ...server.dispatcher import ServerDispatcher
     from ...session.engine import Engine
+    from .contract import ServedApp, ServedConnection
 
 __all__ = ["InMemorySessionStore", "LegacyHTTPSession", "SessionStore", "new_session_id"]
 
@@ -42,20 +41,23 @@ class RoutingChannel:
     async def read(self) -> list[bytes | Oversized] | None:
         return None  # HTTP feeds the session directly
 
-    def write(self, data: bytes, related: int | str | None = None, final: bool = False) -> None:
-        if self.owner.single_stream:
-            self.owner.standalone.push(data)
+    def write(self, data: bytes, related: int | str | None = None) -> None:
+        owner = self.owner
+        stream = owner.request_streams.get(related) if related is not None else None
+        if stream is None or owner.single_stream:
+            owner.standalone.push(data)
+        else:
+            stream.push(data)
+
+    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+        owner = self.owner
+        if owner.single_stream:
+            owner.standalone.push(data)
             return
-        streams = self.owner.request_streams
-        stream = streams.get(related) if related is not None else None
+        stream = owner.request_streams.pop(request_id, None) if request_id is not None else None
         if stream is not None:
-            stream.push(data, final)
-            if final:
-                del streams[related]  # type: ignore[arg-type]
-            return
-        if final:
-            return  # an answer whose POST stream is gone (e.g. JSON response already sent)
-        self.owner.standalone.push(data)
+            stream.push(data, True, error)
+        # else: an answer whose POST stream is gone (e.g. JSON response already sent)
 
     async def drain(self) -> None:
         return None
@@ -69,13 +71,14 @@ class LegacyHTTPSession:
 
     def __init__(
         self,
-        server: MCPServer,
+        server: ServedApp,
         session_id: str,
         stream_limit: int,
         history: int,
         principal: str | None = None,
         *,
         shared: SharedHooks | None = None,
+        transport: str = "http",
     ) -> None:
         self.id = session_id
         self.principal = principal
@@ -99,11 +102,14 @@ class LegacyHTTPSession:
         if shared is not None:
             # Changes reach shared sessions through their event log (written once,
             # where the change happened), not through a bus subscription per copy.
-            self.engine: Engine = server.connect(self.channel, changes=False, ids=shared.request_ids())
+            self.engine: Engine[Any] = server.connect(
+                self.channel, changes=False, ids=shared.request_ids(), transport=transport
+            )
             shared.attach(self)
         else:
-            self.engine = server.connect(self.channel)
-        self.conn: ServerDispatcher = self.engine.dispatcher  # type: ignore[assignment]
+            self.engine = server.connect(self.channel, transport=transport)
+        #: The connection state this session keeps (the engine's dispatcher).
+        self.conn: ServedConnection = cast("ServedConnection", self.engine.dispatcher)
         self.conn.stream_closer = self.close_request_stream
 
     #: Resumable streams kept per session; the oldest abandoned ones go first.

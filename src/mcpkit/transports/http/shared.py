@@ -33,8 +33,9 @@ import msgspec
 
 from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, ProtocolError
-from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from ...protocol.jsonrpc import ErrorResponse, Notification, Response
 from ...protocol.mrtr import RequestStateCodec
+from ...protocol.requests import ServerRequest
 from ...protocol.versions import parse_version
 from ...scale.backend import RedisBackend
 from ...scale.bus import RedisBus
@@ -70,7 +71,6 @@ class _Relay(msgspec.Struct, array_like=True):
 
 _encode = msgspec.json.Encoder().encode
 _decode_relay = msgspec.json.Decoder(_Relay).decode
-_uri = msgspec.json.Decoder(dict[str, Any])
 
 
 class SharedSessionStore:
@@ -184,14 +184,12 @@ class SharedSessionStore:
 
     def release_when_done(self, session: LegacyHTTPSession, request_id: int | str) -> None:
         """Free the claim on ``request_id`` once its handler has finished."""
-        task = session.engine._in_flight.get(request_id)
-        if task is None:  # answered already (inline) or refused
-            self.store.release(session.id, request_id)
-        else:
-            sid, store = session.id, self.store
-            task.add_done_callback(lambda _: store.release(sid, request_id))
+        sid, store = session.id, self.store
+        session.engine.when_done(request_id, lambda: store.release(sid, request_id))
 
-    async def commit(self, session: LegacyHTTPSession, request: Request, stream: ResponseStream) -> None:
+    async def commit(
+        self, session: LegacyHTTPSession, request: ServerRequest, stream: ResponseStream
+    ) -> None:
         """Commit what a stateful request changed, before its answer goes out."""
         held: list[StreamItem] = []
         while True:
@@ -202,7 +200,7 @@ class SharedSessionStore:
             if item.final:
                 break
         stream.queue.extendleft(reversed(held))
-        if not held or not held[-1].final or b'"result"' not in held[-1].data:
+        if not held or not held[-1].final or held[-1].error is not None:
             return  # not answered, or an error: nothing changed
         sid = session.id
         lifecycle = session.conn.lifecycle
@@ -218,11 +216,8 @@ class SharedSessionStore:
         elif request.method == "logging/setLevel":
             await self.store.set_log_level(sid, lifecycle.log_level)
         else:
-            try:
-                uri = _uri.decode(request.params or b"{}").get("uri")
-            except msgspec.DecodeError:
-                return
-            if isinstance(uri, str):
+            uri = request.target
+            if uri is not None:
                 await self.store.subscribe(sid, uri, request.method == "resources/subscribe")
 
     async def delete(self, session: LegacyHTTPSession) -> None:

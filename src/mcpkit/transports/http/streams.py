@@ -31,6 +31,9 @@ class StreamItem(NamedTuple):
     seq: int
     data: bytes
     final: bool
+    #: The JSON-RPC error code of a final answer that is an error (None: a result,
+    #: or not final). What the HTTP status is chosen from; the bytes are never read.
+    error: int | None = None
 
 
 def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
@@ -77,12 +80,13 @@ class ResponseStream:
         #: shared with other workers (see :meth:`persist`).
         self.mirror: Callable[[StreamItem], None] | None = None
 
-    def push(self, data: bytes, final: bool = False) -> None:
+    def push(self, data: bytes, final: bool = False, error: int | None = None) -> None:
+        """Queue one message; ``final`` for the answer (``error``: its error code, if one)."""
         if self.finished:
             return  # nothing goes out after the response (e.g. late progress)
         self.finished = final
         self.seq += 1
-        item = StreamItem(self.seq, data, final)
+        item = StreamItem(self.seq, data, final, error)
         if self.mirror is not None:
             self.mirror(item)
         elif self.history is not None:

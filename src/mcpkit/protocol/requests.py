@@ -1,0 +1,145 @@
+"""Requests to a server, decoded once into a typed object.
+
+The envelope pass (:mod:`.jsonrpc`) leaves ``params`` as raw bytes. This is
+the second and last pass: :func:`decode_request` turns them into the method's
+typed params struct and lifts out ``_meta``. The resulting
+:class:`ServerRequest` is what flows from the transport, through the engine,
+to the server's handlers; the transport fills in what only it knows (the
+principal, its own name) and the server's lifecycle fills in ``scope``. Nothing
+downstream parses the params again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from . import types as t
+from .auth import Principal
+from .errors import INVALID_PARAMS, PARSE_ERROR, MCPError
+from .jsonrpc import Request
+from .lifecycle import RequestScope
+
+__all__ = ["SERVER_METHODS", "ServerRequest", "decode_request"]
+
+RequestId = int | str
+
+
+class ServerRequest:
+    """One inbound request to a server, decoded once."""
+
+    __slots__ = ("error", "id", "meta", "method", "params", "principal", "scope", "transport")
+
+    def __init__(
+        self,
+        id: RequestId,
+        method: str,
+        params: Any,
+        meta: dict[str, Any] | None,
+        error: MCPError | None = None,
+    ) -> None:
+        self.id = id
+        self.method = method
+        #: The method's params struct (``types.CallToolParams`` for ``tools/call``, ...);
+        #: for an unknown method or params that did not validate, the bare ``types.Params``.
+        self.params = params
+        #: ``params._meta`` (None when absent): the protocol version, client
+        #: capabilities and progress token of a modern request live here.
+        self.meta = meta
+        #: Why the request cannot be served as sent (unknown method, invalid params).
+        #: Raised by the server after the era checks: a method the request's era
+        #: removed is -32601 even when its params are also wrong.
+        self.error = error
+        #: The authenticated caller (HTTP with an authenticator), set by the transport.
+        self.principal: Principal | None = None
+        #: The transport it came over: ``"stdio"``, ``"http"``, ``"sse"`` or ``"memory"``.
+        self.transport = ""
+        #: Era, revision and client facts, set when the server's lifecycle admits it.
+        self.scope: RequestScope | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether the method is one a server serves (in some revision)."""
+        return self.method in SERVER_METHODS
+
+    @property
+    def target(self) -> str | None:
+        """The tool or prompt name, or the resource URI, a request is about."""
+        params = self.params
+        if isinstance(params, t.CallToolParams | t.GetPromptParams):
+            return params.name
+        if isinstance(params, t.UriParams):
+            return params.uri
+        return None
+
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        """The arguments of ``tools/call`` and ``prompts/get`` (None when absent)."""
+        params = self.params
+        if isinstance(params, t.CallToolParams | t.GetPromptParams) and params.arguments is not UNSET:
+            return params.arguments
+        return None
+
+    def __repr__(self) -> str:
+        return f"ServerRequest(id={self.id!r}, method={self.method!r}, target={self.target!r})"
+
+
+def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(tp)
+
+
+_BARE = _decoder(t.Params)
+
+#: Every request method a server serves, with the decoder of its params.
+SERVER_METHODS: dict[str, msgspec.json.Decoder[Any]] = {
+    "initialize": _decoder(t.InitializeRequestParams),
+    "ping": _BARE,
+    "server/discover": _BARE,
+    "tools/list": _decoder(t.PaginatedParams),
+    "tools/call": _decoder(t.CallToolParams),
+    "resources/list": _decoder(t.PaginatedParams),
+    "resources/templates/list": _decoder(t.PaginatedParams),
+    "resources/read": _decoder(t.UriParams),
+    "resources/subscribe": _decoder(t.UriParams),
+    "resources/unsubscribe": _decoder(t.UriParams),
+    "prompts/list": _decoder(t.PaginatedParams),
+    "prompts/get": _decoder(t.GetPromptParams),
+    "completion/complete": _decoder(t.CompleteParams),
+    "logging/setLevel": _decoder(t.SetLevelParams),
+    "subscriptions/listen": _decoder(t.ListenParams),
+}
+
+_EMPTY = b"{}"
+
+
+def decode_request(request: Request) -> ServerRequest:
+    """Decode ``request``'s params by its method; never raises.
+
+    What cannot be served is recorded in :attr:`ServerRequest.error`, with as
+    much as could be read (``_meta`` above all) kept, so the server can still
+    tell which era the request belongs to before it answers.
+    """
+    raw = request.params if request.params is not None else _EMPTY
+    decoder = SERVER_METHODS.get(request.method)
+    error: MCPError | None = None
+    if decoder is not None:
+        try:
+            params = decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            error = MCPError(INVALID_PARAMS, f"Invalid params: {exc}")
+        except msgspec.DecodeError as exc:
+            # Reached only for bytes the envelope pass skipped over, e.g. bad UTF-8.
+            error = MCPError(PARSE_ERROR, f"Parse error: {exc}")
+        else:
+            meta = params.meta
+            return ServerRequest(request.id, request.method, params, meta if meta is not UNSET else None)
+    else:
+        error = MCPError.method_not_found(request.method)
+    try:
+        params = _BARE.decode(raw)
+    except msgspec.DecodeError:
+        params = t.Params()
+    meta = params.meta
+    return ServerRequest(request.id, request.method, params, meta if meta is not UNSET else None, error)
