@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from .. import __version__
+from .._version import __version__
 from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from ..protocol.jsonrpc import Request

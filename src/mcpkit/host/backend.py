@@ -23,7 +23,7 @@ from typing import Any
 
 from msgspec import UNSET
 
-from .. import __version__
+from .._version import __version__
 from ..client.client import Client, Subscription
 from ..protocol import types as t
 from ..protocol.errors import MCPError

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET
 
-from .. import __version__
+from .._version import __version__
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from ..server.app import MCPServer
