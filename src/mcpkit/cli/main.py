@@ -13,9 +13,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeAlias
 
-from .. import __version__
+from .._version import __version__
 from ._output import EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
 
 __all__ = ["build_parser", "main"]
@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.transport == "stdio" and (args.workers != 1 or args.redis or args.stateless):
         raise CLIError("--workers, --redis and --stateless need --transport http", EXIT_USAGE)
     if args.transport != "stdio":
-        from ..transports.http.workers import WorkersError, check_workers
+        from .workers import WorkersError, check_workers
 
         try:
             check_workers(args.workers, stateless=args.stateless, redis_url=args.redis)
@@ -68,7 +68,7 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             os.environ["MCPKIT_REDIS_URL"] = args.redis
         server.run(args.transport, host=args.host, port=args.port, **settings)
         return 0
-    from ..transports.http.workers import serve_http_workers
+    from .workers import serve_http_workers
 
     return serve_http_workers(
         args.target, workers=args.workers, host=args.host, port=args.port, redis_url=args.redis, **settings
@@ -121,11 +121,62 @@ exit codes: 0 ok, 1 error, 2 usage, 3 connection failed, 4 protocol or tool erro
 """
 
 
+HOSTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
+
+#: What ``add_subparsers`` returns: each command adds its own parser to it.
+Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mcpkit`` parser: one sub-command per ``_add_*`` function below."""
+    parser = _Parser(
+        prog="mcpkit",
+        description="Run, use, inspect and install MCP servers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mcpkit {__version__}")
+    commands = parser.add_subparsers(dest="cmd", metavar="COMMAND", required=True, parser_class=_Parser)
+    # The order here is the order of `mcpkit --help`.
+    for add in (
+        _add_run,
+        _add_list,
+        _add_call,
+        _add_read,
+        _add_prompt,
+        _add_inspect,
+        _add_install,
+        _add_uninstall,
+        _add_config,
+        _add_gateway,
+    ):
+        add(commands)
+    return parser
+
+
+# -- options several commands share ---------------------------------------------------
+
+
 def _add_json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable JSON on stdout")
 
 
-def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> None:
+def _add_header(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help=help)
+
+
+def _add_env(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
+def _client_options(p: argparse.ArgumentParser, *, one_shot: bool = True) -> None:
+    """The options of a command that connects to TARGET.
+
+    Where to find it and how to reach it (``--config``, ``--protocol``, ``-H``,
+    ``-e``); and, for the one-shot commands (list, call, read, prompt),
+    ``--transport``, ``--timeout``, ``-v`` and ``--json`` too. The inspector
+    chooses those on its page instead.
+    """
     p.add_argument(
         "--config", metavar="FILE", help="host config file to find NAME targets in (default ./.mcp.json)"
     )
@@ -134,23 +185,9 @@ def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> N
         metavar="VERSION",
         help="auto (default), legacy, modern, or a revision such as 2025-06-18",
     )
-    p.add_argument(
-        "-H",
-        "--header",
-        action="append",
-        default=[],
-        metavar="'NAME: VALUE'",
-        help="HTTP header for URL targets (repeatable)",
-    )
-    p.add_argument(
-        "-e",
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="environment for stdio servers (repeatable)",
-    )
-    if inspector:
+    _add_header(p, "HTTP header for URL targets (repeatable)")
+    _add_env(p, "environment for stdio servers (repeatable)")
+    if not one_shot:
         return
     p.add_argument(
         "--transport",
@@ -168,17 +205,16 @@ def _client_options(p: argparse.ArgumentParser, *, inspector: bool = False) -> N
     _add_json(p)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="mcpkit",
-        description="Run, use, inspect and install MCP servers.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"mcpkit {__version__}")
-    sub = parser.add_subparsers(dest="cmd", metavar="COMMAND", required=True, parser_class=_Parser)
+def _add_words(p: argparse.ArgumentParser, metavar: str | None = None) -> None:
+    """TARGET and what follows it; parsed by the command itself (see :func:`parse`)."""
+    p.add_argument("words", nargs="*", metavar=metavar, help=argparse.SUPPRESS)
 
-    run = sub.add_parser("run", help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]")
+
+# -- run --------------------------------------------------------------------------------
+
+
+def _add_run(commands: Commands) -> None:
+    run = commands.add_parser("run", help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]")
     run.add_argument("target", metavar="FILE[:OBJECT]|MODULE[:OBJECT]")
     run.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     run.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
@@ -200,16 +236,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_run)
 
-    lst = sub.add_parser(
+
+# -- using a server: list, call, read, prompt, inspect ------------------------------------
+
+
+def _add_list(commands: Commands) -> None:
+    lst = commands.add_parser(
         "list",
         help="list a server's tools, resources, templates and prompts",
         usage="mcpkit list TARGET [tools|resources|templates|prompts] [options]",
     )
-    lst.add_argument("words", nargs="*", metavar="TARGET [SECTION]", help=argparse.SUPPRESS)
+    _add_words(lst, metavar="TARGET [SECTION]")
     _client_options(lst)
     lst.set_defaults(func=_lazy("_use", "cmd_list"))
 
-    call = sub.add_parser(
+
+def _add_call(commands: Commands) -> None:
+    call = commands.add_parser(
         "call",
         help="call a tool",
         usage="mcpkit call TARGET TOOL [key=value ...] [--json-args '{...}'] [options]",
@@ -217,39 +260,53 @@ def build_parser() -> argparse.ArgumentParser:
         "tags='[\"a\"]'), else strings (a property the tool declares as a string stays a string). "
         "A tool result with isError exits with 4 and its text on stderr.",
     )
-    call.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _add_words(call)
     call.add_argument(
         "--json-args", metavar="JSON", help="all arguments as one JSON object (or @FILE, or - for stdin)"
     )
     _client_options(call)
     call.set_defaults(func=_lazy("_use", "cmd_call"))
 
-    read = sub.add_parser("read", help="read a resource", usage="mcpkit read TARGET URI [options]")
-    read.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+
+def _add_read(commands: Commands) -> None:
+    read = commands.add_parser("read", help="read a resource", usage="mcpkit read TARGET URI [options]")
+    _add_words(read)
     _client_options(read)
     read.set_defaults(func=_lazy("_use", "cmd_read"))
 
-    prompt = sub.add_parser(
+
+def _add_prompt(commands: Commands) -> None:
+    prompt = commands.add_parser(
         "prompt", help="get a prompt", usage="mcpkit prompt TARGET NAME [key=value ...] [options]"
     )
-    prompt.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _add_words(prompt)
     _client_options(prompt)
     prompt.set_defaults(func=_lazy("_use", "cmd_prompt"))
 
-    insp = sub.add_parser(
+
+def _add_inspect(commands: Commands) -> None:
+    insp = commands.add_parser(
         "inspect",
         help="open the web inspector (optionally connected to TARGET)",
         usage="mcpkit inspect [TARGET | -- COMMAND ...] [options]",
     )
-    insp.add_argument("words", nargs="*", help=argparse.SUPPRESS)
-    _client_options(insp, inspector=True)
+    _add_words(insp)
+    _client_options(insp, one_shot=False)
     insp.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     insp.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     insp.add_argument("--no-browser", action="store_true", help="do not open a browser")
     insp.set_defaults(func=_lazy("_use", "cmd_inspect"))
 
-    hosts = ["claude-desktop", "claude-code", "cursor", "vscode"]
-    install = sub.add_parser(
+
+# -- host config files: install, uninstall, config list/check -----------------------------
+
+
+def _add_host(p: argparse.ArgumentParser) -> None:
+    p.add_argument("host", choices=HOSTS, metavar="HOST", help=" | ".join(HOSTS))
+
+
+def _add_install(commands: Commands) -> None:
+    install = commands.add_parser(
         "install",
         help="add a server to a host's config file",
         usage="mcpkit install HOST (FILE.py[:OBJECT] | URL | -- COMMAND ...) --name NAME [options]",
@@ -257,15 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
         "`<this python> -m mcpkit run /absolute/FILE.py`. Every other entry and key of the file is kept; "
         "the previous file is backed up next to it first.",
     )
-    install.add_argument("host", choices=hosts, metavar="HOST", help=" | ".join(hosts))
-    install.add_argument("words", nargs="*", help=argparse.SUPPRESS)
+    _add_host(install)
+    _add_words(install)
     install.add_argument("--name", required=True, help="the server's name in the host")
-    install.add_argument(
-        "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help="environment (repeatable)"
-    )
-    install.add_argument(
-        "-H", "--header", action="append", default=[], metavar="'NAME: VALUE'", help="HTTP header for a URL"
-    )
+    _add_env(install, "environment (repeatable)")
+    _add_header(install, "HTTP header for a URL")
     install.add_argument(
         "--path", metavar="CONFIG_FILE", help="write this file instead of the host's default"
     )
@@ -278,19 +331,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(install)
     install.set_defaults(func=_lazy("_manage", "cmd_install"))
 
-    uninstall = sub.add_parser("uninstall", help="remove a server from a host's config file")
-    uninstall.add_argument("host", choices=hosts, metavar="HOST", help=" | ".join(hosts))
+
+def _add_uninstall(commands: Commands) -> None:
+    uninstall = commands.add_parser("uninstall", help="remove a server from a host's config file")
+    _add_host(uninstall)
     uninstall.add_argument("--name", required=True)
     uninstall.add_argument("--path", metavar="CONFIG_FILE")
     uninstall.add_argument("--scope", choices=["project", "user"])
     _add_json(uninstall)
     uninstall.set_defaults(func=_no_command)
 
-    config = sub.add_parser("config", help="list or check the servers of host config files")
-    config_sub = config.add_subparsers(
-        dest="config_cmd", metavar="ACTION", required=True, parser_class=_Parser
-    )
-    clist = config_sub.add_parser(
+
+def _add_config(commands: Commands) -> None:
+    config = commands.add_parser("config", help="list or check the servers of host config files")
+    actions = config.add_subparsers(dest="config_cmd", metavar="ACTION", required=True, parser_class=_Parser)
+    clist = actions.add_parser(
         "list",
         help="show the servers of a config file (secrets redacted)",
         description="Without FILE: every known host config file found here and in your home folder.",
@@ -298,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     clist.add_argument("file", nargs="?", metavar="FILE")
     _add_json(clist)
     clist.set_defaults(func=_no_command)
-    check = config_sub.add_parser(
+    check = actions.add_parser(
         "check",
         help="start each server, list its tools, report OK/FAILED",
         description="Exits 0 only when every (enabled) server answers.",
@@ -310,7 +365,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_json(check)
     check.set_defaults(func=_no_command)
 
-    gateway = sub.add_parser(
+
+# -- gateway ------------------------------------------------------------------------------
+
+
+def _add_gateway(commands: Commands) -> None:
+    gateway = commands.add_parser(
         "gateway",
         help="serve every server of a config file as one MCP server",
         description="Tools appear as mcp__SERVER__TOOL. Rules use Claude Code's syntax (mcp__server, "
@@ -322,9 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     gateway.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     gateway.add_argument("--host", default="127.0.0.1", help="address to bind for http (default loopback)")
     gateway.add_argument("--port", type=int, default=8000)
-    gateway.add_argument("--allow", action="append", default=[], metavar="RULE")
-    gateway.add_argument("--deny", action="append", default=[], metavar="RULE")
-    gateway.add_argument("--ask", action="append", default=[], metavar="RULE")
+    for rule in ("--allow", "--deny", "--ask"):
+        gateway.add_argument(rule, action="append", default=[], metavar="RULE")
     gateway.add_argument("--default", choices=["allow", "ask", "deny"], help="for tools no rule mentions")
     gateway.add_argument(
         "--settings", metavar="FILE", help="also take rules from a Claude Code settings.json"
@@ -338,7 +397,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="backend connect timeout"
     )
     gateway.set_defaults(func=_no_command)
-    return parser
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
