@@ -70,8 +70,6 @@ class TestDispatcher:
         params = jsonrpc.decode_raw(request.params) if request.params is not None else {}
         return await handler(engine, request, params)
 
-    handle_request = handle  # the protocol's name for it before decode()/handle()
-
     async def handle_notification(self, engine: Engine[Any], notification: Notification) -> None:
         params = jsonrpc.decode_raw(notification.params) if notification.params is not None else None
         self.notifications.append((notification.method, params))
