@@ -14,8 +14,9 @@ gets back a :class:`RequestScope`, or an :class:`MCPError` to answer with.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from .errors import INVALID_PARAMS, INVALID_REQUEST, MCPError
 from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION
@@ -54,9 +55,11 @@ LEGACY_ONLY_METHODS = frozenset(
 MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
 
 
-@dataclass(slots=True)
-class RequestScope:
-    """What a server knows about one request: its era, revision and client."""
+class RequestScope(msgspec.Struct):
+    """What a server knows about one request: its era, revision and client.
+
+    A struct for its cost: one is made for every request, in C.
+    """
 
     era: Era
     version: ProtocolVersion

@@ -27,37 +27,33 @@ __all__ = ["SERVER_METHODS", "ServerRequest", "decode_request"]
 RequestId = int | str
 
 
-class ServerRequest:
-    """One inbound request to a server, decoded once."""
+_NAMED = (t.CallToolParams, t.GetPromptParams)
 
-    __slots__ = ("error", "id", "meta", "method", "params", "principal", "scope", "transport")
 
-    def __init__(
-        self,
-        id: RequestId,
-        method: str,
-        params: Any,
-        meta: dict[str, Any] | None,
-        error: MCPError | None = None,
-    ) -> None:
-        self.id = id
-        self.method = method
-        #: The method's params struct (``types.CallToolParams`` for ``tools/call``, ...);
-        #: for an unknown method or params that did not validate, the bare ``types.Params``.
-        self.params = params
-        #: ``params._meta`` (None when absent): the protocol version, client
-        #: capabilities and progress token of a modern request live here.
-        self.meta = meta
-        #: Why the request cannot be served as sent (unknown method, invalid params).
-        #: Raised by the server after the era checks: a method the request's era
-        #: removed is -32601 even when its params are also wrong.
-        self.error = error
-        #: The authenticated caller (HTTP with an authenticator), set by the transport.
-        self.principal: Principal | None = None
-        #: The transport it came over: ``"stdio"``, ``"http"``, ``"sse"`` or ``"memory"``.
-        self.transport = ""
-        #: Era, revision and client facts, set when the server's lifecycle admits it.
-        self.scope: RequestScope | None = None
+class ServerRequest(msgspec.Struct):
+    """One inbound request to a server, decoded once.
+
+    A struct for its cost: made on every request, it is built in C.
+    """
+
+    id: RequestId
+    method: str
+    #: The method's params struct (``types.CallToolParams`` for ``tools/call``, ...);
+    #: for an unknown method or params that did not validate, the bare ``types.Params``.
+    params: Any
+    #: ``params._meta`` (None when absent): the protocol version, client
+    #: capabilities and progress token of a modern request live here.
+    meta: dict[str, Any] | None
+    #: Why the request cannot be served as sent (unknown method, invalid params).
+    #: Raised by the server after the era checks: a method the request's era
+    #: removed is -32601 even when its params are also wrong.
+    error: MCPError | None = None
+    #: The authenticated caller (HTTP with an authenticator), set by the transport.
+    principal: Principal | None = None
+    #: The transport it came over: ``"stdio"``, ``"http"``, ``"sse"`` or ``"memory"``.
+    transport: str = ""
+    #: Era, revision and client facts, set when the server's lifecycle admits it.
+    scope: RequestScope | None = None
 
     @property
     def known(self) -> bool:
@@ -68,7 +64,7 @@ class ServerRequest:
     def target(self) -> str | None:
         """The tool or prompt name, or the resource URI, a request is about."""
         params = self.params
-        if isinstance(params, t.CallToolParams | t.GetPromptParams):
+        if isinstance(params, _NAMED):
             return params.name
         if isinstance(params, t.UriParams):
             return params.uri
@@ -78,12 +74,9 @@ class ServerRequest:
     def arguments(self) -> dict[str, Any] | None:
         """The arguments of ``tools/call`` and ``prompts/get`` (None when absent)."""
         params = self.params
-        if isinstance(params, t.CallToolParams | t.GetPromptParams) and params.arguments is not UNSET:
+        if isinstance(params, _NAMED) and params.arguments is not UNSET:
             return params.arguments
         return None
-
-    def __repr__(self) -> str:
-        return f"ServerRequest(id={self.id!r}, method={self.method!r}, target={self.target!r})"
 
 
 def _decoder(tp: type[Any]) -> msgspec.json.Decoder[Any]:
@@ -114,16 +107,18 @@ SERVER_METHODS: dict[str, msgspec.json.Decoder[Any]] = {
 _EMPTY = b"{}"
 
 
-def decode_request(request: Request) -> ServerRequest:
+def decode_request(
+    request: Request, principal: Principal | None = None, transport: str = ""
+) -> ServerRequest:
     """Decode ``request``'s params by its method; never raises.
 
     What cannot be served is recorded in :attr:`ServerRequest.error`, with as
     much as could be read (``_meta`` above all) kept, so the server can still
-    tell which era the request belongs to before it answers.
+    tell which era the request belongs to before it answers. ``principal`` and
+    ``transport`` are what the transport knows of where it came from.
     """
-    raw = request.params if request.params is not None else _EMPTY
+    raw = request.params or _EMPTY
     decoder = SERVER_METHODS.get(request.method)
-    error: MCPError | None = None
     if decoder is not None:
         try:
             params = decoder.decode(raw)
@@ -134,7 +129,15 @@ def decode_request(request: Request) -> ServerRequest:
             error = MCPError(PARSE_ERROR, f"Parse error: {exc}")
         else:
             meta = params.meta
-            return ServerRequest(request.id, request.method, params, meta if meta is not UNSET else None)
+            return ServerRequest(
+                request.id,
+                request.method,
+                params,
+                None if meta is UNSET else meta,
+                None,
+                principal,
+                transport,
+            )
     else:
         error = MCPError.method_not_found(request.method)
     try:
@@ -142,4 +145,6 @@ def decode_request(request: Request) -> ServerRequest:
     except msgspec.DecodeError:
         params = t.Params()
     meta = params.meta
-    return ServerRequest(request.id, request.method, params, meta if meta is not UNSET else None, error)
+    return ServerRequest(
+        request.id, request.method, params, meta if meta is not UNSET else None, error, principal, transport
+    )

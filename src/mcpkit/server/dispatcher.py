@@ -82,10 +82,7 @@ class ServerDispatcher:
         return self.lifecycle.version is _V2025_03_26
 
     def decode(self, request: Request) -> ServerRequest:
-        decoded = decode_request(request)
-        decoded.principal = self.principal
-        decoded.transport = self.transport
-        return decoded
+        return decode_request(request, self.principal, self.transport)
 
     def admit(self, request: ServerRequest) -> RequestScope:
         """The request's era and revision, or the MCPError that refuses it.
@@ -111,12 +108,15 @@ class ServerDispatcher:
         """
         if request.method != "tools/call" or request.error is not None:
             return None
-        tool = self.server._tools.tools.get(request.params.name)
+        params = request.params
+        tool = self.server._tools.tools.get(params.name)
         if tool is None or not tool.runs_inline:
             return None
         try:
-            scope = self.admit(request)
-            result = tool.call_inline(request.arguments)
+            # admit() without its error branches: this request has no error.
+            scope = request.scope = self.lifecycle.scope("tools/call", request.meta)
+            arguments = params.arguments
+            result = tool.call_inline(arguments if arguments is not UNSET else None)
         except MCPError:
             return None
         return self._finish(result, scope, request.method)

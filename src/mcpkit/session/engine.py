@@ -122,6 +122,10 @@ class Engine(Generic[Req]):
     ) -> None:
         self.channel = channel
         self.dispatcher = dispatcher
+        # Bound once: these run for every inbound request.
+        self._decode = dispatcher.decode
+        self._answer_now = dispatcher.answer_now
+        self._batches_allowed = dispatcher.batches_allowed
         #: The channel's push side, if it has one (checked once, here).
         self._push: PushChannel | None = channel if isinstance(channel, PushChannel) else None
         self.max_in_flight = max_in_flight
@@ -224,12 +228,12 @@ class Engine(Generic[Req]):
             )
             return
         try:
-            message = jsonrpc.decode_message(line, allow_batch=self.dispatcher.batches_allowed())
+            message = jsonrpc.decode_message(line, allow_batch=self._batches_allowed())
         except ProtocolError as exc:
             self._send_error(exc.request_id, exc.code, exc.message)
             return
         if message.__class__ is Request:
-            self.submit(self.dispatcher.decode(message))
+            self.submit(self._decode(message))
         elif isinstance(message, list):
             self._spawn(self._run_batch(message))
         else:
@@ -238,7 +242,7 @@ class Engine(Generic[Req]):
     def feed_message(self, message: jsonrpc.Message) -> None:
         """Process one message whose envelope is already decoded."""
         if isinstance(message, Request):
-            self.submit(self.dispatcher.decode(message))
+            self.submit(self._decode(message))
         elif isinstance(message, Notification):
             self._on_notification(message)
         else:
@@ -250,7 +254,7 @@ class Engine(Generic[Req]):
         if rid in self._in_flight:
             self._send_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already in use")
             return
-        result = self.dispatcher.answer_now(request)
+        result = self._answer_now(request)
         if result is not None:
             self.channel.respond(rid, jsonrpc.encode_result(rid, result))
             return

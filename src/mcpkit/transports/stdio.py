@@ -45,14 +45,18 @@ class _LineReader:
         self.resume: Any = None
         self.paused = False
         self.receiver: Receiver | None = None
+        #: Where batches of several lines go (the channel corks their answers); else ``receiver``.
+        self.batch_receiver: Receiver | None = None
         #: Why delivery is held: the engine is full, or the peer is not reading our output.
         self.holds: set[str] = set()
 
     def feed(self, data: bytes) -> None:
         lines = self.framer.feed(data)
         if self.receiver is not None and not self.holds and not self.lines:
-            if lines:
-                self.receiver(lines)
+            if len(lines) == 1:
+                self.receiver(lines)  # one line: at most one answer from it, nothing to gather
+            elif lines:
+                (self.batch_receiver or self.receiver)(lines)
             return
         self.lines.extend(lines)
         if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
@@ -66,8 +70,9 @@ class _LineReader:
         self._wake()
         self._deliver()
 
-    def set_receiver(self, receiver: Receiver) -> None:
+    def set_receiver(self, receiver: Receiver, batch_receiver: Receiver | None = None) -> None:
         self.receiver = receiver
+        self.batch_receiver = batch_receiver
         self._deliver()
 
     def hold(self, reason: str) -> None:
@@ -92,9 +97,9 @@ class _LineReader:
         if self.lines:
             batch = list(self.lines)
             self.lines.clear()
-            receiver(batch)
+            (self.batch_receiver or receiver)(batch)
         if self.eof and not self.holds:
-            self.receiver = None  # EOF is delivered once
+            self.receiver = self.batch_receiver = None  # EOF is delivered once
             receiver(None)
 
     def _wake(self) -> None:
@@ -194,13 +199,11 @@ class _PipeChannel:
     batch: a handler that answers later, from its own task, writes straight through.
     """
 
-    def __init__(self, reader: _LineReader) -> None:
+    def __init__(self, reader: _LineReader, out: asyncio.WriteTransport | None) -> None:
         self._reader = reader
+        self._out = out
         self._receiver: Receiver | None = None
         self._cork: list[bytes] | None = None
-
-    def _pipe(self) -> asyncio.WriteTransport | None:
-        raise NotImplementedError
 
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
@@ -208,7 +211,7 @@ class _PipeChannel:
     def set_receiver(self, receiver: Receiver) -> None:
         """Deliver input batches to ``receiver`` as they arrive (None at end of input)."""
         self._receiver = receiver
-        self._reader.set_receiver(self._deliver)
+        self._reader.set_receiver(receiver, self._deliver_corked)
 
     def hold_input(self) -> None:
         self._reader.hold("engine")
@@ -216,11 +219,11 @@ class _PipeChannel:
     def release_input(self) -> None:
         self._reader.release("engine")
 
-    def _deliver(self, batch: list[bytes | Oversized] | None) -> None:
+    def _deliver_corked(self, batch: list[bytes | Oversized] | None) -> None:
         receiver = self._receiver
         assert receiver is not None
-        if batch is None or len(batch) == 1 or self._cork is not None:
-            receiver(batch)  # one line: at most one answer from it, nothing to gather
+        if batch is None or self._cork is not None:
+            receiver(batch)
             return
         out: list[bytes] = []
         self._cork = out
@@ -236,17 +239,24 @@ class _PipeChannel:
         if cork is not None:
             cork.append(data)
             return
-        pipe = self._pipe()
-        if pipe is not None and not pipe.is_closing():
-            pipe.write(data + b"\n")
+        out = self._out
+        if out is not None and not out.is_closing():
+            out.write(data + b"\n")
 
     def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
-        self.write(data)
+        # One stream: an answer is a line like any other (write's body, inline: the per-call path).
+        cork = self._cork
+        if cork is not None:
+            cork.append(data)
+            return
+        out = self._out
+        if out is not None and not out.is_closing():
+            out.write(data + b"\n")
 
-    def _flush(self, out: list[bytes]) -> None:
-        pipe = self._pipe()
-        if pipe is not None and not pipe.is_closing():
-            pipe.write(out[0] + b"\n" if len(out) == 1 else b"\n".join(out) + b"\n")
+    def _flush(self, lines: list[bytes]) -> None:
+        out = self._out
+        if out is not None and not out.is_closing():
+            out.write(lines[0] + b"\n" if len(lines) == 1 else b"\n".join(lines) + b"\n")
 
 
 class StdioChannel(_PipeChannel):
@@ -259,13 +269,10 @@ class StdioChannel(_PipeChannel):
         protocol: _WriteProtocol,
         read_transport: asyncio.BaseTransport | None,
     ) -> None:
-        super().__init__(reader)
+        super().__init__(reader, transport)
         self._transport = transport
         self._protocol = protocol
         self._read_transport = read_transport
-
-    def _pipe(self) -> asyncio.WriteTransport:
-        return self._transport
 
     def set_receiver(self, receiver: Receiver) -> None:
         """Deliver input batches to ``receiver`` as they arrive (None at end of input).
@@ -400,15 +407,12 @@ class ProcessChannel(_PipeChannel):
     def __init__(
         self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol, terminate_timeout: float
     ) -> None:
-        super().__init__(protocol.reader)
-        self._transport = transport
-        self._protocol = protocol
         stdin = transport.get_pipe_transport(0)
         self._stdin = stdin if isinstance(stdin, asyncio.WriteTransport) else None
+        super().__init__(protocol.reader, self._stdin)
+        self._transport = transport
+        self._protocol = protocol
         self.terminate_timeout = terminate_timeout
-
-    def _pipe(self) -> asyncio.WriteTransport | None:
-        return self._stdin
 
     @property
     def pid(self) -> int:

@@ -252,9 +252,7 @@ class StreamableHTTPApp(Lifetime):
             return
         request: ServerRequest | None = None
         if isinstance(message, Request):
-            request = decode_request(message)
-            request.principal = _principal.get()
-            request.transport = "http"
+            request = decode_request(message, _principal.get(), "http")
             meta = request.meta
         else:
             meta = _notification_meta(message)
