@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import selectors
 import signal
 import stat
 import sys
@@ -313,10 +314,11 @@ async def open_stdio_channel(
     reader = _LineReader(max_line_bytes)
     read_transport: asyncio.BaseTransport | None = None
     in_fd = sys.stdin.fileno()
-    if stat.S_ISREG(os.fstat(in_fd).st_mode):
-        # Regular files cannot be watched by the event loop; they never block either.
-        data = os.read(in_fd, 1 << 30)
-        reader.feed(data)
+    if not _pollable(in_fd):
+        # Regular files and /dev/null cannot be watched by the event loop (epoll
+        # refuses them); they never block either: read them to the end now.
+        while data := os.read(in_fd, _READ_SIZE):
+            reader.feed(data)
         reader.feed_eof()
     else:
         read_transport, _ = await loop.connect_read_pipe(
@@ -334,6 +336,18 @@ async def open_stdio_channel(
     else:
         transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
     return StdioChannel(reader, transport, write_protocol, read_transport)
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can wait for ``fd`` to be readable (pipes, sockets, ttys)."""
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return False
+    with selectors.DefaultSelector() as probe:
+        try:
+            probe.register(fd, selectors.EVENT_READ)
+        except OSError:  # EPERM from epoll for files and /dev/null
+            return False
+    return True
 
 
 class _FileWriteTransport(asyncio.WriteTransport):
