@@ -28,6 +28,9 @@ from http_support import (
     text_result,
 )
 
+from _clock import FakeClock
+from mcpkit import MCPServer
+
 pytestmark = pytest.mark.timeout(20)
 
 MiB = 1024 * 1024
@@ -80,11 +83,16 @@ async def test_ten_thousand_idle_sessions_are_evicted_and_memory_returns() -> No
 
 
 async def test_idle_sessions_evicted_over_real_sockets(start_live: StartLive) -> None:
-    live = await start_live(session_idle_timeout=1.0)
+    clock = FakeClock()
+    live = await start_live(session_idle_timeout=1.0, clock=clock)
     async with live.client() as client:
         ids = await asyncio.gather(*(open_session(client) for _ in range(50)))
         assert len(set(ids)) == 50
         assert len(live.app.sessions) == 50
+        clock.advance(0.9)
+        assert await live.app.evict_idle() == 0  # not idle long enough yet
+        clock.advance(0.2)
+        # The reaper (a real task, every timeout/4 seconds) takes them all.
         await eventually(lambda: len(live.app.sessions) == 0, timeout=5)
         # An evicted session is gone for good: 404, and the client starts over.
         response = await client.post("/mcp", json=rpc(2, "tools/list"), headers=legacy_headers(ids[0]))
@@ -94,9 +102,26 @@ async def test_idle_sessions_evicted_over_real_sockets(start_live: StartLive) ->
         assert listed.status_code == 200 and "result" in final_of(listed)
 
 
+def _held_server() -> tuple[MCPServer, asyncio.Event, asyncio.Event]:
+    """A server whose ``hold`` tool runs until the test releases it."""
+    server = MCPServer("held")
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @server.tool()
+    async def hold() -> str:
+        """Wait for the test."""
+        started.set()
+        await release.wait()
+        return "released"
+
+    return server, started, release
+
+
 async def test_busy_sessions_are_not_evicted(start_live: StartLive) -> None:
     """A session with a request in flight, or with its GET stream open, is not idle."""
-    live = await start_live(session_idle_timeout=0.3)
+    clock = FakeClock()
+    server, started, release = _held_server()
+    live = await start_live(server=server, session_idle_timeout=10.0, clock=clock)
     async with live.client() as client:
         busy = await open_session(client)
         listening = await open_session(client)
@@ -104,42 +129,57 @@ async def test_busy_sessions_are_not_evicted(start_live: StartLive) -> None:
         get_headers = {**legacy_headers(listening), "accept": "text/event-stream"}
         async with client.stream("GET", "/mcp", headers=get_headers) as stream:
             assert stream.status_code == 200
+            await eventually(lambda: live.app.sessions.get(listening).get_connected)  # type: ignore[union-attr]
             call = asyncio.ensure_future(
-                client.post(
-                    "/mcp", json=legacy_call(2, "sleep", {"seconds": 1.2}), headers=legacy_headers(busy)
-                )
+                client.post("/mcp", json=legacy_call(2, "hold", {}), headers=legacy_headers(busy))
             )
-            await eventually(lambda: live.app.sessions.get(idle) is None, timeout=3)
+            await started.wait()
+            clock.advance(60)
+            assert await live.app.evict_idle() == 1
+            assert live.app.sessions.get(idle) is None
             assert live.app.sessions.get(busy) is not None
             assert live.app.sessions.get(listening) is not None
+            release.set()
             response = await call
-            assert text_result(final_of(response)) == "slept 1.2"
+            assert text_result(final_of(response)) == "released"
 
 
 @pytest.mark.parametrize("activity", ["request", "get-stream"])
 async def test_idle_time_counts_from_the_end_of_the_last_activity(
     start_live: StartLive, activity: str
 ) -> None:
-    live = await start_live(session_idle_timeout=0.4)
+    clock = FakeClock()
+    server, started, release = _held_server()
+    live = await start_live(server=server, session_idle_timeout=10.0, clock=clock)
     async with live.client() as client:
         session_id = await open_session(client)
         if activity == "request":
-            response = await client.post(
-                "/mcp", json=legacy_call(2, "sleep", {"seconds": 0.8}), headers=legacy_headers(session_id)
+            call = asyncio.ensure_future(
+                client.post("/mcp", json=legacy_call(2, "hold", {}), headers=legacy_headers(session_id))
             )
-            assert text_result(final_of(response)) == "slept 0.8"
+            await started.wait()
+            clock.advance(30)  # the request takes longer than the idle timeout
+            release.set()
+            assert text_result(final_of(await call)) == "released"
         else:
             get_headers = {**legacy_headers(session_id), "accept": "text/event-stream"}
             async with client.stream("GET", "/mcp", headers=get_headers) as stream:
                 assert stream.status_code == 200
-                await asyncio.sleep(0.8)
-        # Idle for 0.2 s (< 0.4 s) since: the session must still be there.
-        await asyncio.sleep(0.2)
-        again = await client.post(
-            "/mcp", json=legacy_call(3, "echo", {"text": "next"}), headers=legacy_headers(session_id)
-        )
+                session = live.app.sessions.get(session_id)
+                assert session is not None
+                await eventually(lambda: session.get_connected)
+                clock.advance(30)  # the stream stays open longer than the idle timeout
+            await eventually(lambda: not session.get_connected)
+        release.set()  # from here on, hold answers at once
+        # Idle for 9 s (< 10 s) since the activity ended: the session must still be there.
+        clock.advance(9)
+        assert await live.app.evict_idle() == 0
+        again = await client.post("/mcp", json=legacy_call(3, "hold", {}), headers=legacy_headers(session_id))
         assert again.status_code == 200, again.text
-        assert text_result(final_of(again)) == "next"
+        # And 10 s after that last call, it is gone.
+        clock.advance(10.5)
+        assert await live.app.evict_idle() == 1
+        assert live.app.sessions.get(session_id) is None
 
 
 async def test_session_cap_answers_503(start_live: StartLive) -> None:

@@ -384,6 +384,7 @@ class StreamableHTTPApp(Lifetime):
                 self.settings.stream_queue_limit,
                 self.settings.replay_events,
                 principal=owner,
+                clock=self.settings.clock,
             )
         self.sessions.add(session)
         return session

@@ -64,6 +64,7 @@ class LegacySSE:
             0,
             principal=principal.key if principal is not None else None,
             transport="sse",
+            clock=settings.clock,
         )
         session.conn.principal = principal
         session.single_stream = True

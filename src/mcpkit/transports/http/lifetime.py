@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from typing import TYPE_CHECKING, Any
 
 from .asgi import Receive, Send
@@ -50,7 +49,7 @@ class Lifetime:
         With shared sessions this drops only this worker's copy: the record in
         Redis expires by its own TTL, and another request rebuilds the copy.
         """
-        cutoff = time.monotonic() - self.settings.session_idle_timeout
+        cutoff = self.settings.clock() - self.settings.session_idle_timeout
         evicted = 0
         for session in self.sessions:
             if (

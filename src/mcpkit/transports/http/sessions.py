@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...protocol.framing import Oversized
@@ -79,10 +79,12 @@ class LegacyHTTPSession:
         *,
         shared: SharedHooks | None = None,
         transport: str = "http",
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.id = session_id
         self.principal = principal
-        self.created = self.last_seen = time.monotonic()
+        self._clock = clock
+        self.created = self.last_seen = clock()
         self.stream_limit = stream_limit
         self.history = history
         #: POST streams by the JSON-RPC id of the request they answer.
@@ -149,7 +151,7 @@ class LegacyHTTPSession:
         return stream, int(seq)
 
     def touch(self) -> None:
-        self.last_seen = time.monotonic()
+        self.last_seen = self._clock()
 
     async def close(self) -> None:
         for stream in list(self.streams.values()):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ...protocol.auth import Authenticator
@@ -36,6 +38,8 @@ class HTTPSettings:
     sse_retry_ms: int = 1000
     keepalive_interval: float = 15.0
     session_idle_timeout: float = 3600.0
+    #: Monotonic seconds for session idle times (tests move a fake one by hand).
+    clock: Callable[[], float] = time.monotonic
     max_sessions: int = 10_000
     #: On shutdown, how long in-flight requests may take to finish.
     shutdown_grace: float = 30.0

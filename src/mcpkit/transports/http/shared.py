@@ -155,6 +155,7 @@ class SharedSessionStore:
             settings.replay_events,
             principal=principal,
             shared=self,
+            clock=settings.clock,
         )
 
     async def find(
