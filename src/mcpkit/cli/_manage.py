@@ -25,12 +25,14 @@ from ._output import (
 from ._target import (
     DEFAULT_CONFIG,
     DEFAULT_TIMEOUT,
+    ProcessWatch,
     StderrTail,
     connect_error,
     make_client,
     parse_entries,
     parse_env,
     parse_headers,
+    python_file_command,
     read_config_data,
     request_error,
     server_entries,
@@ -78,10 +80,11 @@ def install_entry(host: HostKind, words: list[str], args: argparse.Namespace) ->
             raise CLIError(f"no such file: {file}", EXIT_USAGE)
         path = str(file.resolve())
         if len(words) == 1:
-            # `python -m mcpkit run FILE`: serves files with or without a __main__ block,
-            # FILE:OBJECT works, and this interpreter is the one that has mcpkit.
-            spec = path + (f":{match['obj']}" if match["obj"] else "")
-            return host.entry(command=sys.executable, args=["-m", "mcpkit", "run", spec], env=env)
+            # As the other commands start it: `python -m mcpkit run FILE[:OBJECT]` for a file
+            # written with mcpkit (served with or without a __main__ block; this interpreter is
+            # the one that has mcpkit), `python FILE` for one written with another SDK.
+            argv = python_file_command(file, match["obj"])
+            return host.entry(command=argv[0], args=argv[1:], env=env)
         if not match["obj"]:
             # A script with its own arguments runs as itself: `python FILE ARGS...`.
             return host.entry(command=sys.executable, args=[path, *words[1:]], env=env)
@@ -338,7 +341,8 @@ async def _check_one(spec: ServerSpec | CLIError | None, name: str, timeout: flo
     target = target_from_spec(spec, label=name)
     limit = timeout or spec.timeout or DEFAULT_TIMEOUT
     tail = StderrTail() if target.argv is not None else None
-    client = make_client(target, timeout=limit, stderr=tail)
+    watch = ProcessWatch()
+    client = make_client(target, timeout=limit, stderr=tail, watch=watch)
     try:
         async with asyncio.timeout(limit):
             await client.connect()
@@ -347,7 +351,10 @@ async def _check_one(spec: ServerSpec | CLIError | None, name: str, timeout: flo
     except Exception as exc:
         if tail is not None:
             await asyncio.sleep(0.1)
-        result["error"] = connect_error(target, exc, tail, limit).message
+        err = connect_error(target, exc, tail, limit, watch.returncode)
+        result["error"] = err.message
+        if err.hint:
+            result["hint"] = err.hint
         result["kind"] = "connection"
         result["seconds"] = round(time.perf_counter() - started, 3)
         return result
@@ -474,6 +481,8 @@ async def _check(
             error = r.get("error")
             if error and "\n" in error:
                 console.print(f"  {r['name']}: {error}".replace("\n", "\n    "))
+            if r.get("hint"):
+                console.print(f"  {r['name']}: " + console.style(f"hint: {r['hint']}", "dim"))
     ok = sum(1 for r in results if r["status"] == "OK")
     summary = f"{ok}/{len(results)} server(s) answered"
     if failed:

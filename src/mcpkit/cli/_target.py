@@ -4,7 +4,10 @@ A TARGET is, in this order:
 
 - a command after ``--`` (``mcpkit list -- npx -y @modelcontextprotocol/server-everything``);
 - an ``http://`` or ``https://`` URL (Streamable HTTP, falling back to HTTP+SSE);
-- a ``.py`` file, or ``FILE.py:OBJECT`` (run with this interpreter over stdio);
+- a ``.py`` file, or ``FILE.py:OBJECT``, started with this interpreter over stdio:
+  a file that imports mcpkit is served like ``mcpkit run FILE.py`` does (the
+  ``MCPServer`` found in it, with or without a ``__main__`` block), any other file
+  (a server written with another SDK) runs as a script;
 - the name of a server in a host config file (``--config PATH``; default ``.mcp.json`` here).
 """
 
@@ -13,7 +16,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -216,17 +221,29 @@ TARGET_HINT = (
 
 
 def python_file_target(word: str) -> Target:
-    """``FILE.py`` runs as ``python FILE.py``; ``FILE.py:OBJECT`` through ``mcpkit run``."""
+    """``FILE.py[:OBJECT]`` as a stdio command (see :func:`python_file_command`)."""
     match = _PY_OBJECT.match(word)
     file = Path(match["file"] if match else word)
     if not file.is_file():
         raise CLIError(f"no such file: {file}", EXIT_USAGE, hint=TARGET_HINT)
+    return Target(label=word, argv=python_file_command(file, match["obj"] if match else None))
+
+
+def python_file_command(file: Path, obj: str | None = None) -> list[str]:
+    """The command that serves ``FILE.py[:OBJECT]`` in a process of its own.
+
+    A file that imports mcpkit, or ``FILE.py:OBJECT``, runs as ``python -m mcpkit
+    run FILE.py`` (like ``mcpkit run``: the MCPServer found in the file, whether or
+    not it has a ``__main__`` block); any other file as ``python FILE.py``.
+    """
+    from .loader import uses_mcpkit
+
     path = str(file.resolve())
-    if match:
-        argv = [sys.executable, "-m", "mcpkit", "run", f"{path}:{match['obj']}"]
-    else:
-        argv = [sys.executable, path]
-    return Target(label=word, argv=argv)
+    if obj:
+        return [sys.executable, "-m", "mcpkit", "run", f"{path}:{obj}"]
+    if uses_mcpkit(file):
+        return [sys.executable, "-m", "mcpkit", "run", path]
+    return [sys.executable, path]
 
 
 def config_target(name: str, config: str | None, cwd: Path) -> Target:
@@ -394,22 +411,116 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def connect_error(target: Target, exc: BaseException, tail: StderrTail | None, timeout: float) -> CLIError:
+class ProcessWatch:
+    """A client's ``channel_wrapper`` that remembers the stdio channel it opened,
+    so the server's exit code can be read after a failed connect."""
+
+    def __init__(self) -> None:
+        self.channel: Any = None
+
+    def __call__(self, channel: Any) -> Any:
+        self.channel = channel
+        return channel
+
+    @property
+    def returncode(self) -> int | None:
+        code = getattr(self.channel, "returncode", None)
+        return code if isinstance(code, int) else None
+
+
+def connect_error(
+    target: Target,
+    exc: BaseException,
+    tail: StderrTail | None,
+    timeout: float,
+    returncode: int | None = None,
+) -> CLIError:
+    """Why connecting failed, with the server's exit code, the last lines of its
+    stderr and the likely fix when a stdio server exited before answering."""
+    lines = tail.lines() if tail is not None else []
+    hint: str | None = None
     if isinstance(exc, TimeoutError):
         message = f"cannot connect to {target.label}: no answer within {timeout:g}s"
+        if target.argv is not None:
+            hint = (
+                "a stdio server must answer on stdout; one that waits for input of its own, or writes "
+                "something else there, never does (run it with -v to see its stderr)"
+            )
     elif isinstance(exc, ImportError) and target.url is not None:
         return CLIError(
             f"HTTP targets need the http extra ({exc})", EXIT_ERROR, hint="pip install 'mcpkit[http]'"
         )
     elif isinstance(exc, FileNotFoundError) and target.argv and exc.filename in (None, target.argv[0]):
         message = f"cannot connect to {target.label}: command not found: {target.argv[0]}"
+        hint = (
+            "check the command's name and path; hosts start it without your shell's PATH or virtualenv, "
+            "so an absolute path is safest"
+        )
+    elif target.argv is not None and returncode is not None:
+        message = f"cannot connect to {target.label}: the server {_exit_status(returncode)} before answering"
+        hint = startup_hint(target, returncode, lines)
     else:
         message = f"cannot connect to {target.label}: {_describe(exc)}"
-    if tail is not None:
-        lines = tail.lines()
-        if lines:
-            message += "\n  server stderr (last lines):\n" + "\n".join(f"    {line}" for line in lines)
-    return CLIError(message, EXIT_CONNECT)
+    if lines:
+        message += "\n  server stderr (last lines):\n" + "\n".join(f"    {line}" for line in lines)
+    elif target.argv is not None and returncode is not None:
+        message += " (it wrote nothing on stderr)"
+    return CLIError(message, EXIT_CONNECT, hint=hint)
+
+
+def _exit_status(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was stopped by {signal.Signals(-code).name}"
+        return f"was stopped by signal {-code}"
+    return f"exited with code {code}"
+
+
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*[\w])'?")
+_NO_FILE = re.compile(r"can't open file|No such file or directory|no such file")
+_SYNTAX = re.compile(r"^(SyntaxError|IndentationError|TabError)\b")
+
+
+def startup_hint(target: Target, returncode: int, lines: Sequence[str]) -> str | None:
+    """The likely fix for a stdio server that exited before answering."""
+    argv = target.argv or []
+    python = argv[0] if argv and "python" in os.path.basename(argv[0]).lower() else None
+    text = "\n".join(lines)
+    missing = _NO_MODULE.findall(text)
+    if missing:
+        name = missing[-1]
+        top = name.split(".")[0]
+        where = f"{python} -m pip install {top}" if python else f"pip install {top}"
+        return (
+            f"the server's Python cannot import {name!r}: install the package that provides it (or the "
+            f"version that has it) into the environment the server runs with, e.g. {where} "
+            "(the package name can differ from the module's)"
+        )
+    if "no MCPServer found" in text:
+        return (
+            'the file defines no MCPServer: create one (server = MCPServer("name")), or name the object '
+            "with FILE.py:OBJECT"
+        )
+    if any(_SYNTAX.match(line.strip()) for line in lines):
+        return "the file does not compile: fix the error shown above"
+    if _NO_FILE.search(text):
+        return (
+            "a path in the command is wrong: relative paths start from the server's working directory "
+            "(cwd), which a host chooses; use absolute paths"
+        )
+    if returncode == 0 and not lines:
+        if python and len(argv) == 2 and argv[1].endswith(".py"):
+            return (
+                "the file ran and exited without serving: end it with a run block, "
+                'if __name__ == "__main__": mcp.run()  (mcp being its server object)'
+            )
+        return (
+            "the command exited without serving MCP on stdio: check that it starts a stdio server "
+            "(some need an argument such as 'stdio')"
+        )
+    if returncode != 0:
+        return "the server failed while starting: its stderr above says why (-v shows all of it)"
+    return None
 
 
 def request_error(exc: BaseException, what: str) -> CLIError:
@@ -433,6 +544,7 @@ def make_client(
     timeout: float,
     stderr: Any = None,
     log_handler: Any = None,
+    watch: ProcessWatch | None = None,
 ) -> Client:
     from ..client import Client
 
@@ -447,6 +559,7 @@ def make_client(
         probe_timeout=min(10.0, timeout),
         stderr=stderr,
         log_handler=log_handler,
+        channel_wrapper=watch,
     )
 
 
@@ -466,7 +579,10 @@ async def connected(
         data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
         console.info(console.style(f"[server {params.level}] {data}", "dim", stream="err"))
 
-    client = make_client(target, timeout=limit, stderr=tail, log_handler=on_log if verbose else None)
+    watch = ProcessWatch()
+    client = make_client(
+        target, timeout=limit, stderr=tail, log_handler=on_log if verbose else None, watch=watch
+    )
     try:
         async with Spinner(console, f"connecting to {target.label}"), asyncio.timeout(limit):
             await client.connect()
@@ -475,7 +591,7 @@ async def connected(
     except Exception as exc:
         if tail is not None:
             await asyncio.sleep(0.1)  # let the last of its stderr arrive
-        raise connect_error(target, exc, tail, limit) from None
+        raise connect_error(target, exc, tail, limit, watch.returncode) from None
     try:
         yield client
     finally:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, TypeAlias
 
 from .._version import __version__
-from ._output import EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
+from ._output import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
 
 __all__ = ["build_parser", "main"]
 
@@ -55,6 +55,12 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             check_workers(args.workers, stateless=args.stateless, redis_url=args.redis)
         except WorkersError as exc:
             raise CLIError(str(exc), EXIT_USAGE) from None
+        from ..transports.http.runner import HTTP_EXTRA_HINT, http_extra_missing
+
+        if http_extra_missing() is not None:
+            raise CLIError(
+                "serving HTTP needs the http extra, which is not installed", EXIT_ERROR, hint=HTTP_EXTRA_HINT
+            )
     try:
         server = load_server(args.target)  # in the parent too: a bad target is a usage error here
     except (LookupError, ImportError, OSError) as exc:

@@ -474,7 +474,11 @@ class MCPServer:
             return
         if transport not in ("http", "streamable-http", "sse"):
             raise ValueError(f"unknown transport {transport!r} (stdio, http, sse)")
-        from ..transports.http.runner import serve_http
+        from ..transports.http.runner import http_extra_missing, serve_http
 
+        problem = http_extra_missing()
+        if problem is not None:
+            # run() is a program's last line: say what to install, not a traceback.
+            raise SystemExit(f"{self.name}: {problem}")
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve_http(self, host=host, port=port, **settings))

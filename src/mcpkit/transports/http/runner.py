@@ -16,9 +16,21 @@ from .app import HTTPSettings, StreamableHTTPApp
 if TYPE_CHECKING:
     from .contract import ServedApp
 
-__all__ = ["serve_http"]
+__all__ = ["HTTP_EXTRA_HINT", "http_extra_missing", "serve_http"]
 
 logger = logging.getLogger("mcpkit.http")
+
+#: How to get what serving HTTP needs (uvicorn and httptools come with the extra).
+HTTP_EXTRA_HINT = "pip install 'mcpkit[http]'"
+
+
+def http_extra_missing() -> str | None:
+    """Why HTTP cannot be served here (the ``http`` extra is not installed), or None."""
+    try:
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        return f"serving HTTP needs the http extra, which is not installed ({exc}): {HTTP_EXTRA_HINT}"
+    return None
 
 
 async def serve_http(
@@ -29,7 +41,13 @@ async def serve_http(
     log_level: str = "warning",
     **settings: Any,
 ) -> None:
-    """Serve ``server`` on http://host:port until SIGTERM/SIGINT (then drain and stop)."""
+    """Serve ``server`` on http://host:port until SIGTERM/SIGINT (then drain and stop).
+
+    Without the ``http`` extra this raises :class:`ImportError` saying which extra to install.
+    """
+    problem = http_extra_missing()
+    if problem is not None:
+        raise ImportError(problem, name="uvicorn")
     import uvicorn
 
     if host in ("0.0.0.0", "::"):
