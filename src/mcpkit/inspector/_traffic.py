@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ..protocol.framing import Oversized
-from ..session.channel import Channel
+from ..session.channel import Channel, PushChannel, Receiver, pushes
 from ._events import EventHub
 
 __all__ = ["RecordingChannel", "TrafficRecorder"]
@@ -120,6 +120,15 @@ class RecordingChannel:
     _recorder: TrafficRecorder
     _on_eof: Callable[[], None] | None
 
+    def __new__(
+        cls, inner: Channel, recorder: TrafficRecorder, on_eof: Callable[[], None] | None = None
+    ) -> RecordingChannel:
+        # A push channel is wrapped by a push channel (a class of its own: the
+        # engine decides push or pull once per channel class).
+        if cls is RecordingChannel and pushes(inner):
+            cls = _RecordingPushChannel
+        return object.__new__(cls)
+
     def __init__(
         self, inner: Channel, recorder: TrafficRecorder, on_eof: Callable[[], None] | None = None
     ) -> None:
@@ -155,8 +164,29 @@ class RecordingChannel:
     async def close(self) -> None:
         await self._inner.close()
 
-    def _push(self, receiver: Callable[[list[bytes | Oversized] | None], None]) -> None:
-        """``set_receiver`` for an inner channel that pushes its input: each line is recorded first."""
+    def __getattr__(self, name: str) -> Any:
+        if name in _PUSH_MEMBERS:
+            # Only _RecordingPushChannel has these: recording must see every pushed line.
+            raise AttributeError(name)
+        return getattr(object.__getattribute__(self, "_inner"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._own:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._inner, name, value)
+
+
+_PUSH_MEMBERS = frozenset({"set_receiver", "hold_input", "release_input"})
+
+
+class _RecordingPushChannel(RecordingChannel):
+    """A :class:`RecordingChannel` around a channel that pushes its input."""
+
+    _inner: PushChannel
+
+    def set_receiver(self, receiver: Receiver) -> None:
+        """Push mode: each line is recorded before the engine sees it."""
         record = self._recorder.record
         on_eof = self._on_eof
 
@@ -169,19 +199,10 @@ class RecordingChannel:
                     record("in", item)
             receiver(batch)
 
-        self._inner.set_receiver(receive)  # type: ignore[attr-defined]
+        self._inner.set_receiver(receive)
 
-    def __getattr__(self, name: str) -> Any:
-        inner = object.__getattribute__(self, "_inner")
-        if name == "set_receiver":
-            # Only when the inner channel has one (the session falls back to read()
-            # otherwise), and never forwarded as is: recording must see every line.
-            getattr(inner, name)
-            return self._push
-        return getattr(inner, name)
+    def hold_input(self) -> None:
+        self._inner.hold_input()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._own:
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._inner, name, value)
+    def release_input(self) -> None:
+        self._inner.release_input()

@@ -8,7 +8,15 @@ from typing import Protocol, TypeAlias, runtime_checkable
 
 from ..protocol.framing import Oversized
 
-__all__ = ["Channel", "MemoryChannel", "PushChannel", "Receiver", "RequestId", "memory_channel_pair"]
+__all__ = [
+    "Channel",
+    "MemoryChannel",
+    "PushChannel",
+    "Receiver",
+    "RequestId",
+    "memory_channel_pair",
+    "pushes",
+]
 
 RequestId: TypeAlias = int | str
 
@@ -60,6 +68,24 @@ class PushChannel(Channel, Protocol):
     def hold_input(self) -> None: ...
 
     def release_input(self) -> None: ...
+
+
+_PUSHES: dict[type, bool] = {}
+
+
+def pushes(channel: Channel) -> bool:
+    """Whether ``channel`` is a :class:`PushChannel`, decided once per channel class.
+
+    ``isinstance`` against a runtime-checkable protocol walks the protocol's
+    members every time (about a thousand bytecodes on Python 3.11), and HTTP
+    builds an engine per modern request. A channel class must therefore be a
+    push channel or not as a class, not per instance.
+    """
+    kind = type(channel)
+    known = _PUSHES.get(kind)
+    if known is None:
+        known = _PUSHES[kind] = isinstance(channel, PushChannel)
+    return known
 
 
 class MemoryChannel:

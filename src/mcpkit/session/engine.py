@@ -37,7 +37,7 @@ from ..protocol.errors import (
 )
 from ..protocol.framing import Oversized
 from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
-from .channel import Channel, PushChannel, RequestId
+from .channel import Channel, PushChannel, RequestId, pushes
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "Inbound", "ProgressCallback", "SessionClosed"]
 
@@ -127,7 +127,7 @@ class Engine(Generic[Req]):
         self._answer_now = dispatcher.answer_now
         self._batches_allowed = dispatcher.batches_allowed
         #: The channel's push side, if it has one (checked once, here).
-        self._push: PushChannel | None = channel if isinstance(channel, PushChannel) else None
+        self._push: PushChannel | None = channel if pushes(channel) else None  # type: ignore[assignment]
         self.max_in_flight = max_in_flight
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
@@ -47,8 +48,7 @@ class SingleChannel:
         self.stream.close()
 
 
-@dataclass(frozen=True, slots=True)
-class ReplyForm:
+class ReplyForm(msgspec.Struct, frozen=True):
     """How one POST may be answered: a JSON body, an SSE stream, or either;
     and which era's rules choose the status of an error answer."""
 

@@ -221,7 +221,7 @@ class StreamableHTTPApp(Lifetime):
         """403 insufficient_scope before dispatch when the target needs more scopes."""
         auth = self.settings.auth
         principal = request.principal
-        if auth is None or principal is None:
+        if auth is None or principal is None:  # no authenticator: nothing to check
             return
         required = self.server.required_scopes(request.method, request.target)
         if required and not required <= principal.scopes:
@@ -296,7 +296,8 @@ class StreamableHTTPApp(Lifetime):
             if request.method in LEGACY_ONLY_METHODS:
                 # Removed in 2026-07-28 (initialize included: this request is modern).
                 raise MCPError.method_not_found(request.method)
-            self._check_scopes(request)
+            if self.settings.auth is not None:
+                self._check_scopes(request)
         except MCPError as exc:
             await jsonrpc_error(
                 send, h.status_for_error(exc.code, modern=True), request.id, exc.code, exc.message
@@ -354,12 +355,13 @@ class StreamableHTTPApp(Lifetime):
                 session.engine.feed_message(message)
             await respond(send, 202, headers=extra)
             return
-        try:
-            self._check_scopes(request)
-        except HTTPFailure:
-            if self.shared is not None and session_id is not None and claimed:
-                self.shared.store.release(session.id, request.id)
-            raise
+        if self.settings.auth is not None:
+            try:
+                self._check_scopes(request)
+            except HTTPFailure:
+                if self.shared is not None and session_id is not None and claimed:
+                    self.shared.store.release(session.id, request.id)
+                raise
         if not claimed or request.id in session.request_streams or session.engine.in_flight(request.id):
             await jsonrpc_error(
                 send, 200, request.id, INVALID_REQUEST, f"id {request.id!r} is already in use"
