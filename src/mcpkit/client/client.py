@@ -456,6 +456,8 @@ class Client:
 
     @property
     def is_modern(self) -> bool:
+        """Whether the negotiated protocol version is a modern-era one (without ``initialize``);
+        False before negotiation and in the legacy era."""
         return self.protocol_version is not None and self.protocol_version.is_modern
 
     def _params(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -582,26 +584,35 @@ class Client:
         return result
 
     async def list_resources(self) -> list[t.Resource]:
+        """Every resource (``resources/list``), following pagination."""
         return await self._all("resources/list", t.ListResourcesResult, "resources")
 
     async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        """Every resource template (``resources/templates/list``), following pagination."""
         return await self._all(
             "resources/templates/list", t.ListResourceTemplatesResult, "resource_templates"
         )
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        """Read the resource at ``uri`` (``resources/read``); the result holds its contents."""
         return await self._call("resources/read", {"uri": uri}, t.ReadResourceResult)
 
     async def subscribe_resource(self, uri: str) -> None:
+        """Send ``resources/subscribe`` for ``uri``: the server then sends
+        ``notifications/resources/updated`` when it changes."""
         await self._call("resources/subscribe", {"uri": uri}, t.EmptyResult)
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        """Send ``resources/unsubscribe`` for ``uri``, ending :meth:`subscribe_resource`."""
         await self._call("resources/unsubscribe", {"uri": uri}, t.EmptyResult)
 
     async def list_prompts(self) -> list[t.Prompt]:
+        """Every prompt (``prompts/list``), following pagination."""
         return await self._all("prompts/list", t.ListPromptsResult, "prompts")
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
+        """Render the prompt ``name`` (``prompts/get``); argument values that are not strings are
+        sent JSON-encoded."""
         args = {
             k: v if isinstance(v, str) else msgspec.json.encode(v).decode()
             for k, v in (arguments or {}).items()
@@ -670,6 +681,8 @@ class Client:
             await self._call("logging/setLevel", {"level": level}, t.EmptyResult)
 
     async def send_roots_list_changed(self) -> None:
+        """Tell the server the roots changed (``notifications/roots/list_changed``); legacy era only,
+        a no-op when modern or not connected."""
         if self._session is not None and not self.is_modern:
             self._session.notify("notifications/roots/list_changed")
 

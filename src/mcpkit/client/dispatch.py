@@ -67,6 +67,9 @@ class ClientHandlers:
         return future
 
     def capabilities(self) -> dict[str, Any]:
+        """The capabilities to declare for the handlers given (``sampling``, ``elicitation``,
+        ``roots``); :class:`Client` sends them in ``initialize`` (legacy) or in every request's
+        ``_meta`` (modern)."""
         caps: dict[str, Any] = {}
         if self.sampling is not None:
             caps["sampling"] = {}
@@ -79,20 +82,25 @@ class ClientHandlers:
     # -- Dispatcher protocol --------------------------------------------------
 
     def batches_allowed(self) -> bool:
+        """Dispatcher protocol: always False (a client accepts no JSON-RPC batch from the server)."""
         return False
 
     def input_closed(self) -> None:
-        return None
+        """Dispatcher protocol: does nothing (the client has no long-lived requests to end)."""
 
     def decode(self, request: Request) -> Request:
+        """Dispatcher protocol: returns ``request`` unchanged; :meth:`answer` decodes the params by method."""
         # Server-to-client requests are few and rare: their params are decoded
         # by type in answer(), which MRTR input requests share.
         return request
 
     def answer_now(self, request: Request) -> Any:
+        """Dispatcher protocol: always None, so every server request goes to :meth:`handle`."""
         return None
 
     async def handle(self, engine: Engine[Request], request: Request) -> Any:
+        """Dispatcher protocol: answer a server-to-client request, ``ping`` with ``{}``, the rest
+        through :meth:`answer` (an :class:`MCPError` ``METHOD_NOT_FOUND`` when no handler fits)."""
         if request.method == "ping":
             return {}
         return await self.answer(request.method, request.params or b"{}")
@@ -111,11 +119,16 @@ class ClientHandlers:
         raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def list_roots(self) -> list[t.Root]:
+        """The roots from the ``roots`` provider (a list, or a callable, sync or async) as
+        :class:`Root` objects, strings taken as URIs; the answer to ``roots/list``."""
         roots = self.roots
         value = await _maybe_await(roots()) if callable(roots) else roots
         return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
 
     async def handle_notification(self, engine: Engine[Request], notification: Notification) -> None:
+        """Dispatcher protocol: resolve a ``subscriptions/listen`` acknowledgement (see
+        :meth:`expect_ack`), pass ``notifications/message`` to ``on_log``, then give every
+        notification to ``on_notification``."""
         params = decode_raw(notification.params) or {}
         if notification.method == "notifications/subscriptions/acknowledged":
             sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")

@@ -86,10 +86,12 @@ class ClientSession:
         return self.initialize_result
 
     async def send_ping(self) -> t.EmptyResult:
+        """Send ``ping``; returns an empty result once the server answers."""
         await self._client.ping()
         return t.EmptyResult()
 
     async def list_tools(self, cursor: str | None = None) -> t.ListToolsResult:
+        """One page of tools (``tools/list``) from ``cursor``; ``next_cursor`` names the next page."""
         return await self._page("tools/list", cursor, t.ListToolsResult)
 
     async def call_tool(
@@ -99,35 +101,45 @@ class ClientSession:
         read_timeout_seconds: timedelta | None = None,
         progress_callback: Callable[..., Any] | None = None,
     ) -> t.CallToolResult:
+        """Call the tool ``name`` (``tools/call``); a tool's own failure comes back as ``is_error``."""
         timeout = read_timeout_seconds.total_seconds() if read_timeout_seconds else None
         return await self._client.call_tool(name, arguments, timeout=timeout, progress=progress_callback)
 
     async def list_resources(self, cursor: str | None = None) -> t.ListResourcesResult:
+        """One page of resources (``resources/list``) from ``cursor``."""
         return await self._page("resources/list", cursor, t.ListResourcesResult)
 
     async def list_resource_templates(self, cursor: str | None = None) -> t.ListResourceTemplatesResult:
+        """One page of resource templates (``resources/templates/list``) from ``cursor``."""
         return await self._page("resources/templates/list", cursor, t.ListResourceTemplatesResult)
 
     async def read_resource(self, uri: Any) -> t.ReadResourceResult:
+        """Read the resource at ``uri`` (``resources/read``)."""
         return await self._client.read_resource(str(uri))
 
     async def subscribe_resource(self, uri: Any) -> t.EmptyResult:
+        """Send ``resources/subscribe`` for ``uri``; returns an empty result."""
         await self._client.subscribe_resource(str(uri))
         return t.EmptyResult()
 
     async def unsubscribe_resource(self, uri: Any) -> t.EmptyResult:
+        """Send ``resources/unsubscribe`` for ``uri``; returns an empty result."""
         await self._client.unsubscribe_resource(str(uri))
         return t.EmptyResult()
 
     async def list_prompts(self, cursor: str | None = None) -> t.ListPromptsResult:
+        """One page of prompts (``prompts/list``) from ``cursor``."""
         return await self._page("prompts/list", cursor, t.ListPromptsResult)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> t.GetPromptResult:
+        """Render the prompt ``name`` with ``arguments`` (``prompts/get``)."""
         return await self._client.get_prompt(name, arguments)
 
     async def complete(
         self, ref: Any, argument: dict[str, str], context_arguments: dict[str, str] | None = None
     ) -> t.CompleteResult:
+        """Completions for ``argument`` (``{"name": ..., "value": ...}``) of the prompt or resource
+        ``ref`` (``completion/complete``)."""
         ref_dict = ref if isinstance(ref, dict) else msgspec.to_builtins(ref)
         completion = await self._client.complete(
             ref_dict, argument["name"], argument["value"], context_arguments
@@ -135,10 +147,12 @@ class ClientSession:
         return t.CompleteResult(completion=completion)
 
     async def set_logging_level(self, level: t.LoggingLevel) -> t.EmptyResult:
+        """Set the server's log level (``logging/setLevel``; modern era: sent with every request)."""
         await self._client.set_logging_level(level)
         return t.EmptyResult()
 
     async def send_roots_list_changed(self) -> None:
+        """Send ``notifications/roots/list_changed`` (legacy era; a no-op when modern)."""
         await self._client.send_roots_list_changed()
 
     async def _page(self, method: str, cursor: str | None, tp: type[R]) -> R:

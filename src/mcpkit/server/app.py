@@ -228,9 +228,11 @@ class MCPServer:
         self._resources.add_raw(definition, reader, scopes=frozenset(scopes))
 
     def has_tool(self, name: str) -> bool:
+        """Whether a tool named ``name`` is registered."""
         return name in self._tools.tools
 
     def has_prompt(self, name: str) -> bool:
+        """Whether a prompt named ``name`` is registered."""
         return name in self._prompts.prompts
 
     def remove_tool(self, name: str) -> None:
@@ -283,6 +285,8 @@ class MCPServer:
         return register
 
     def remove_resource(self, uri: str) -> None:
+        """Remove a resource, or a template by its URI template (KeyError if neither); connected
+        clients are told the list changed."""
         self._resources.remove(uri)
 
     def prompt(
@@ -310,6 +314,7 @@ class MCPServer:
         return register
 
     def remove_prompt(self, name: str) -> None:
+        """Remove a prompt (KeyError if unknown); connected clients are told the list changed."""
         self._prompts.remove(name)
 
     def completion(self) -> Callable[[F], F]:
@@ -352,6 +357,8 @@ class MCPServer:
     # -- protocol surface ----------------------------------------------------
 
     def capabilities(self, *, modern: bool) -> t.ServerCapabilities:
+        """The capabilities the server declares, in the ``initialize`` result (``modern=False``)
+        and the ``server/discover`` result (``modern=True``); the same in both eras."""
         # Modern: change notifications and resource updates through subscriptions/listen.
         return t.ServerCapabilities(
             tools={"listChanged": True},

@@ -97,6 +97,7 @@ class MemoryChannel:
         self._closed = False
 
     async def read(self) -> list[bytes | Oversized] | None:
+        """Every message queued so far (waiting for at least one), or None at end of input."""
         item = await self._inbox.get()
         if item is None:
             self._inbox.put_nowait(None)  # stay at EOF for later readers
@@ -111,17 +112,20 @@ class MemoryChannel:
         return batch
 
     def write(self, data: bytes, related: RequestId | None = None) -> None:
+        """Queue ``data`` for the other end (``related`` is ignored); dropped once closed."""
         if not self._closed:
             self._outbox.put_nowait(data)
 
     def respond(self, request_id: RequestId | None, data: bytes, error: int | None = None) -> None:
+        """Queue the answer ``data`` for the other end, like :meth:`write`; dropped once closed."""
         if not self._closed:
             self._outbox.put_nowait(data)
 
     async def drain(self) -> None:
-        return None
+        """Returns at once: the queue is unbounded."""
 
     async def close(self) -> None:
+        """Close this end: the other end reads end of input; later writes are dropped."""
         if not self._closed:
             self._closed = True
             self._outbox.put_nowait(None)

@@ -70,12 +70,16 @@ class HeadlessAuthorizationHandler:
         self.timeout = timeout
 
     async def redirect_uri(self) -> str:
+        """The redirect URI given to the constructor."""
         return self._redirect_uri
 
     def authorization_request(self, url: str) -> httpx.Request:
+        """A GET of the authorization URL for the auth flow to send (the 302 is read, not followed)."""
         return build_request("GET", url, timeout=self.timeout, headers={"accept": "text/html, */*"})
 
     async def authorization_response(self, url: str, response: httpx.Response | None) -> dict[str, str]:
+        """The query parameters of the redirect to ``redirect_uri`` in ``response``'s ``Location``;
+        :class:`AuthorizationError` if the endpoint did not redirect there."""
         if response is None or not response.is_redirect:
             status = response.status_code if response is not None else "no response"
             raise AuthorizationError(
@@ -123,6 +127,7 @@ class BrowserAuthorizationHandler:
         self._open = open_url or webbrowser.open
 
     async def redirect_uri(self) -> str:
+        """``http://<host>:<port><path>`` on loopback; ``port=0`` picks a free port on the first call."""
         if self.port == 0:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
             with socket.socket(family, socket.SOCK_STREAM) as probe:
@@ -132,9 +137,11 @@ class BrowserAuthorizationHandler:
         return f"http://{host}:{self.port}{self.path}"
 
     def authorization_request(self, url: str) -> None:
-        return None
+        """None: the browser, not the auth flow, fetches the authorization URL."""
 
     async def authorization_response(self, url: str, response: httpx.Response | None) -> dict[str, str]:
+        """Open ``url`` in the browser and return the query parameters of the one callback with the
+        expected ``state``; :class:`AuthorizationError` after ``timeout`` seconds."""
         scheme = urlsplit(url).scheme.lower()
         if scheme not in ("https", "http"):  # defence in depth; the flow vetted it already
             raise AuthorizationError(f"refusing to open a {scheme!r} URL")

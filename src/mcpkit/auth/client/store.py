@@ -28,13 +28,17 @@ logger = logging.getLogger("mcpkit.auth.client")
 class TokenStore(Protocol):
     """Persistence for tokens (per resource and issuer) and client registrations (per issuer)."""
 
-    async def load_tokens(self, resource: str, issuer: str) -> TokenSet | None: ...
+    async def load_tokens(self, resource: str, issuer: str) -> TokenSet | None:
+        """The tokens stored for ``resource`` at ``issuer``, or None."""
+        ...
 
     async def save_tokens(self, resource: str, issuer: str, tokens: TokenSet | None) -> None:
         """Store ``tokens``; None deletes."""
         ...
 
-    async def load_client(self, issuer: str) -> ClientRegistration | None: ...
+    async def load_client(self, issuer: str) -> ClientRegistration | None:
+        """The client registration stored for ``issuer``, or None."""
+        ...
 
     async def save_client(self, issuer: str, client: ClientRegistration | None) -> None:
         """Store ``client``; None deletes."""
@@ -53,18 +57,22 @@ class InMemoryTokenStore:
         self.clients: dict[str, ClientRegistration] = {}
 
     async def load_tokens(self, resource: str, issuer: str) -> TokenSet | None:
+        """The tokens kept for ``resource`` at ``issuer``, or None."""
         return self.tokens.get((resource, issuer))
 
     async def save_tokens(self, resource: str, issuer: str, tokens: TokenSet | None) -> None:
+        """Keep ``tokens`` for ``resource`` at ``issuer``; None deletes."""
         if tokens is None:
             self.tokens.pop((resource, issuer), None)
         else:
             self.tokens[(resource, issuer)] = tokens
 
     async def load_client(self, issuer: str) -> ClientRegistration | None:
+        """The client registration kept for ``issuer``, or None."""
         return self.clients.get(issuer)
 
     async def save_client(self, issuer: str, client: ClientRegistration | None) -> None:
+        """Keep ``client`` for ``issuer``; None deletes."""
         if client is None:
             self.clients.pop(issuer, None)
         else:
@@ -139,6 +147,7 @@ class FileTokenStore:
     # -- TokenStore ------------------------------------------------------------
 
     async def load_tokens(self, resource: str, issuer: str) -> TokenSet | None:
+        """The tokens in the file for ``resource`` at ``issuer``; None if absent or unreadable."""
         entry = await self._get("tokens", _key(resource, issuer))
         try:
             return TokenSet.from_json(entry) if entry else None
@@ -146,9 +155,11 @@ class FileTokenStore:
             return None
 
     async def save_tokens(self, resource: str, issuer: str, tokens: TokenSet | None) -> None:
+        """Write ``tokens`` for ``resource`` at ``issuer`` to the file; None deletes."""
         await self._update("tokens", _key(resource, issuer), tokens.to_json() if tokens else None)
 
     async def load_client(self, issuer: str) -> ClientRegistration | None:
+        """The client registration in the file for ``issuer``; None if absent or unreadable."""
         entry = await self._get("clients", issuer)
         try:
             return ClientRegistration.from_json(entry) if entry else None
@@ -156,4 +167,5 @@ class FileTokenStore:
             return None
 
     async def save_client(self, issuer: str, client: ClientRegistration | None) -> None:
+        """Write ``client`` for ``issuer`` to the file; None deletes."""
         await self._update("clients", issuer, client.to_json() if client else None)

@@ -46,10 +46,12 @@ class TokenSet:
         return self.expires_within(margin, now)
 
     def to_json(self) -> dict[str, Any]:
+        """Every field as a JSON-ready dict (what :class:`FileTokenStore` writes)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TokenSet:
+        """The inverse of :meth:`to_json`; unknown keys are ignored."""
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -80,10 +82,12 @@ class ClientRegistration:
         return not expiry or expiry > (time.time() if now is None else now)
 
     def to_json(self) -> dict[str, Any]:
+        """Every field as a JSON-ready dict (what :class:`FileTokenStore` writes)."""
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ClientRegistration:
+        """The inverse of :meth:`to_json`; unknown keys are ignored."""
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
