@@ -125,6 +125,7 @@ PUBLIC: dict[str, list[str]] = {
         "sanitize",
     ],
     "mcpkit.inspector": ["Inspector", "InspectorApp", "main", "run_inspector"],
+    "mcpkit.middleware": ["CallNext", "ComponentKind", "Middleware", "NotifyNext"],
     "mcpkit.server": [
         "AssistantMessage",
         "Audio",

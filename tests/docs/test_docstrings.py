@@ -17,6 +17,7 @@ PACKAGES = [
     "mcpkit.client",
     "mcpkit.host",
     "mcpkit.inspector",
+    "mcpkit.middleware",
     "mcpkit.server",
     "mcpkit.testing",
     "mcpkit.transports.http",
@@ -51,6 +52,8 @@ def public_objects() -> Iterator[tuple[str, str, Any]]:
 
 
 def _documented(obj: Any) -> bool:
+    if not (inspect.isclass(obj) or inspect.isroutine(obj) or inspect.ismodule(obj)):
+        return True  # type aliases and constants: documented by the #: comment where they are defined
     doc = obj.__doc__ if inspect.isclass(obj) else inspect.getdoc(obj)
     if inspect.isclass(obj) and issubclass(obj, BaseException) and doc == BaseException.__doc__:
         return False

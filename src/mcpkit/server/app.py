@@ -21,6 +21,7 @@ from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .context import Context
 from .dispatcher import ServerDispatcher
+from .middleware import CallNext, Middleware, compose, hides_anything
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
@@ -69,6 +70,7 @@ class MCPServer:
         request_timeout: float | None = None,
         state_secret: bytes | str | None = None,
         bus: NotificationBus | None = None,
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         self.name = name
         self.version = version
@@ -109,6 +111,37 @@ class MCPServer:
         self._tools.on_change = lambda: self._list_changed("tools")
         self._resources.on_change = lambda: self._list_changed("resources")
         self._prompts.on_change = lambda: self._list_changed("prompts")
+        #: The middleware chain, outermost first (see :mod:`mcpkit.middleware`).
+        self.middleware: list[Middleware] = []
+        #: Whether some middleware may hide components (lists are filtered, calls refused).
+        self.hides = False
+        self._chains: dict[str, CallNext] = {}
+        for each in middleware:
+            self.add_middleware(each)
+
+    # -- middleware ------------------------------------------------------------
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` inside those already added (it runs after them on the way in)."""
+        if not isinstance(middleware, Middleware):
+            raise TypeError(
+                f"middleware must be a mcpkit.middleware.Middleware, not {type(middleware).__name__}"
+            )
+        self.middleware.append(middleware)
+        self.hides = hides_anything(self.middleware)
+        self._chains.clear()
+
+    def chain(self, method: str, handler: CallNext) -> CallNext:
+        """The middleware chain for ``method`` around ``handler`` (built once per method)."""
+        chain = self._chains.get(method)
+        if chain is None:
+            chain = self._chains[method] = compose(self.middleware, method, handler)
+        return chain
+
+    def notify_list_changed(self, kind: Literal["tools", "prompts", "resources"]) -> None:
+        """Tell clients a list changed (``notifications/<kind>/list_changed``): for example when
+        what a middleware hides has changed. Registering or removing components does this itself."""
+        self._list_changed(kind)
 
     # -- registration --------------------------------------------------------
 

@@ -20,7 +20,7 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
-from ..protocol.jsonrpc import Notification, Request
+from ..protocol.jsonrpc import Notification, Request, decode_raw
 from ..protocol.lifecycle import RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.requests import SERVER_METHODS, ServerRequest, decode_request
@@ -29,6 +29,7 @@ from ..protocol.wire import downgrade, needs_downgrade
 from ..session.bus import ChangeEvent
 from ..session.engine import Engine
 from .context import Context
+from .middleware import ComponentKind, Middleware, NotifyNext, notifies
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
 
@@ -106,8 +107,8 @@ class ServerDispatcher:
         (a task costs two extra turns of the event loop per call). Anything
         unusual, including every error, goes the ordinary way.
         """
-        if request.method != "tools/call" or request.error is not None:
-            return None
+        if request.method != "tools/call" or request.error is not None or self.server.middleware:
+            return None  # (middleware hooks are coroutines: they run on the ordinary path)
         params = request.params
         tool = self.server._tools.tools.get(params.name)
         if tool is None or not tool.runs_inline:
@@ -123,7 +124,10 @@ class ServerDispatcher:
 
     async def handle(self, engine: Engine[ServerRequest], request: ServerRequest) -> Any:
         scope = self.admit(request)
-        result = await _METHODS[request.method](self, request)
+        if self.server.middleware:
+            result = await self.server.chain(request.method, _run_handler)(Context(self, request))
+        else:
+            result = await _METHODS[request.method](self, request)
         return self._finish(result, scope, request.method)
 
     def _finish(self, result: Any, scope: RequestScope, method: str) -> Any:
@@ -140,9 +144,20 @@ class ServerDispatcher:
         return result
 
     async def handle_notification(self, engine: Engine[ServerRequest], notification: Notification) -> None:
-        if notification.method == "notifications/initialized":
+        watchers = [m for m in self.server.middleware if notifies((m,))]
+        if not watchers:
+            await self._notified(notification.method, {})
+            return
+        params = decode_raw(notification.params) or {}
+        call: NotifyNext = self._notified
+        for middleware in reversed(watchers):
+            call = _wrap_notification(middleware, call)
+        await call(notification.method, params if isinstance(params, dict) else {})
+
+    async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/initialized":
             self.lifecycle.initialized()
-        elif notification.method == "notifications/roots/list_changed":
+        elif method == "notifications/roots/list_changed":
             hook = self.server.on_roots_changed
             if hook is not None:
                 await hook()
@@ -164,6 +179,38 @@ class ServerDispatcher:
 #
 # Each takes the dispatcher and the admitted request (``request.scope`` is set,
 # ``request.params`` is the method's params struct).
+
+
+async def _run_handler(ctx: Context) -> Any:
+    """The innermost step of a middleware chain: the method's handler."""
+    request = ctx.request
+    return await _METHODS[request.method](ctx._conn, request)
+
+
+def _wrap_notification(middleware: Middleware, call_next: NotifyNext) -> NotifyNext:
+    async def step(method: str, params: dict[str, Any]) -> None:
+        await middleware.on_notification(method, params, call_next)
+
+    return step
+
+
+def _hidden(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, name: str) -> bool:
+    """Whether middleware hides component ``name`` from this request's caller."""
+    server = conn.server
+    if not server.hides:
+        return False
+    ctx = Context(conn, request)
+    return any(m.hides(ctx, kind, name) for m in server.middleware)
+
+
+def _visible(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind) -> Callable[[str], bool]:
+    """A filter for list results (applied before pagination, so pages stay whole)."""
+    server = conn.server
+    if not server.hides:
+        return lambda name: True
+    ctx = Context(conn, request)
+    middleware = server.middleware
+    return lambda name: not any(m.hides(ctx, kind, name) for m in middleware)
 
 
 def _scope(request: ServerRequest) -> RequestScope:
@@ -210,13 +257,17 @@ def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[A
 
 
 async def _list_tools(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    items = [tool.definition for tool in conn.server._tools.tools.values()]
+    shown = _visible(conn, request, "tool")
+    items = [tool.definition for name, tool in conn.server._tools.tools.items() if shown(name)]
     page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListToolsResult(tools=page, next_cursor=nxt)
 
 
 async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    tool = conn.server._tools.get(request.params.name)
+    name = request.params.name
+    if _hidden(conn, request, "tool", name):
+        raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # exactly as if it did not exist
+    tool = conn.server._tools.get(name)
     if tool.signature.context_param is None:
         return await tool.call(request.arguments, None)
     trip = _round_trip(conn, request)
@@ -255,13 +306,15 @@ def _input_required(
 
 
 async def _list_resources(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    items = [r for r, _ in conn.server._resources.resources.values()]
+    shown = _visible(conn, request, "resource")
+    items = [r for uri, (r, _) in conn.server._resources.resources.items() if shown(uri)]
     page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListResourcesResult(resources=page, next_cursor=nxt)
 
 
 async def _list_templates(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    items = [tpl for tpl, _, _ in conn.server._resources.templates]
+    shown = _visible(conn, request, "resource_template")
+    items = [tpl for tpl, _, _ in conn.server._resources.templates if shown(tpl.uri_template)]
     page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
@@ -275,6 +328,8 @@ def _not_found(scope: RequestScope, uri: str) -> MCPError:
 async def _read_resource(conn: ServerDispatcher, request: ServerRequest) -> Any:
     uri = request.params.uri
     scope = _scope(request)
+    if _hidden(conn, request, "resource", uri):
+        raise _not_found(scope, uri)
     trip = _round_trip(conn, request)
     try:
         contents, policy = await conn.server._resources.read(uri, Context(conn, request, trip))
@@ -302,12 +357,16 @@ async def _unsubscribe(conn: ServerDispatcher, request: ServerRequest) -> Any:
 
 
 async def _list_prompts(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    items = [e.definition for e in conn.server._prompts.prompts.values()]
+    shown = _visible(conn, request, "prompt")
+    items = [e.definition for name, e in conn.server._prompts.prompts.items() if shown(name)]
     page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListPromptsResult(prompts=page, next_cursor=nxt)
 
 
 async def _get_prompt(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    name = request.params.name
+    if _hidden(conn, request, "prompt", name):
+        raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
     trip = _round_trip(conn, request)
     try:
         return await conn.server._prompts.get(

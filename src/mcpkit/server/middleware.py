@@ -1,0 +1,191 @@
+"""Middleware: one chain around every request and notification a server handles
+(public as :mod:`mcpkit.middleware`, with the built-in middleware).
+
+A middleware is a :class:`Middleware` subclass that overrides the hooks it
+needs. Each hook gets a :class:`~mcpkit.server.Context` for the request
+(``ctx.request`` is the decoded, admitted
+:class:`~mcpkit.protocol.requests.ServerRequest`: method, typed params,
+``_meta``, principal, transport, era) and ``call_next``, which runs the rest of
+the chain and the handler and returns the typed result. A hook can act before
+and after, replace the params (``ctx.request.params = ...``) or the result,
+short-circuit by returning a result or raising
+:class:`~mcpkit.protocol.errors.MCPError`, and observe exceptions around
+``call_next``.
+
+For one request, the middleware added first runs first; within one
+middleware, :meth:`Middleware.on_request` wraps the operation's own hook
+(:meth:`~Middleware.on_call_tool`, :meth:`~Middleware.on_list_tools`, ...).
+The chain is the same for every transport and both protocol eras: it runs in
+the server's dispatcher, after the request has been decoded and admitted to
+its era, and before the result is shaped for the client's revision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from .context import Context
+
+__all__ = ["METHOD_HOOKS", "CallNext", "ComponentKind", "Middleware", "NotifyNext", "compose"]
+
+#: Runs the rest of the chain (and the handler) for a request; returns its typed result.
+CallNext: TypeAlias = Callable[["Context"], Awaitable[Any]]
+#: Runs the rest of the chain for a notification.
+NotifyNext: TypeAlias = Callable[[str, dict[str, Any]], Awaitable[None]]
+#: What :meth:`Middleware.hides` is asked about.
+ComponentKind = Literal["tool", "prompt", "resource", "resource_template"]
+
+#: The operation hook each request method reaches, inside :meth:`Middleware.on_request`.
+METHOD_HOOKS: dict[str, str] = {
+    "initialize": "on_initialize",
+    "ping": "on_ping",
+    "server/discover": "on_discover",
+    "tools/list": "on_list_tools",
+    "tools/call": "on_call_tool",
+    "resources/list": "on_list_resources",
+    "resources/templates/list": "on_list_resource_templates",
+    "resources/read": "on_read_resource",
+    "resources/subscribe": "on_subscribe",
+    "resources/unsubscribe": "on_unsubscribe",
+    "prompts/list": "on_list_prompts",
+    "prompts/get": "on_get_prompt",
+    "completion/complete": "on_complete",
+    "logging/setLevel": "on_set_level",
+    "subscriptions/listen": "on_listen",
+}
+
+
+class Middleware:
+    """Base class: every hook passes through until overridden.
+
+    ::
+
+        class Timing(Middleware):
+            async def on_call_tool(self, ctx, call_next):
+                started = time.perf_counter()
+                try:
+                    return await call_next(ctx)
+                finally:
+                    log.info("%s took %.3fs", ctx.request.target, time.perf_counter() - started)
+
+        server = MCPServer("demo", middleware=[Timing()])
+    """
+
+    async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
+        """Every request (the operation's own hook runs inside this one)."""
+        return await call_next(ctx)
+
+    async def on_notification(self, method: str, params: dict[str, Any], call_next: NotifyNext) -> None:
+        """Every notification from the client (``notifications/initialized``, ...)."""
+        await call_next(method, params)
+
+    def hides(self, ctx: Context, kind: ComponentKind, name: str) -> bool:
+        """Whether the component ``name`` (a tool or prompt name, a resource URI or a
+        template's URI template) is invisible to this request's caller.
+
+        A hidden component is left out of list results (before pagination, so
+        pages stay whole) and refused when called, read or fetched, exactly as
+        if it did not exist. When what a middleware hides changes, call
+        :meth:`~mcpkit.server.MCPServer.notify_list_changed` so clients list again.
+        """
+        return False
+
+    # -- one hook per operation (each runs inside on_request) ---------------------------
+
+    async def on_initialize(self, ctx: Context, call_next: CallNext) -> Any:
+        """``initialize`` (legacy era)."""
+        return await call_next(ctx)
+
+    async def on_ping(self, ctx: Context, call_next: CallNext) -> Any:
+        """``ping`` (legacy era)."""
+        return await call_next(ctx)
+
+    async def on_discover(self, ctx: Context, call_next: CallNext) -> Any:
+        """``server/discover`` (modern era)."""
+        return await call_next(ctx)
+
+    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> Any:
+        """``tools/list``: the result is a ``ListToolsResult``."""
+        return await call_next(ctx)
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> Any:
+        """``tools/call``: ``ctx.request.target`` is the tool's name; the result a ``CallToolResult``."""
+        return await call_next(ctx)
+
+    async def on_list_resources(self, ctx: Context, call_next: CallNext) -> Any:
+        """``resources/list``."""
+        return await call_next(ctx)
+
+    async def on_list_resource_templates(self, ctx: Context, call_next: CallNext) -> Any:
+        """``resources/templates/list``."""
+        return await call_next(ctx)
+
+    async def on_read_resource(self, ctx: Context, call_next: CallNext) -> Any:
+        """``resources/read``: ``ctx.request.target`` is the URI."""
+        return await call_next(ctx)
+
+    async def on_subscribe(self, ctx: Context, call_next: CallNext) -> Any:
+        """``resources/subscribe`` (legacy era)."""
+        return await call_next(ctx)
+
+    async def on_unsubscribe(self, ctx: Context, call_next: CallNext) -> Any:
+        """``resources/unsubscribe`` (legacy era)."""
+        return await call_next(ctx)
+
+    async def on_list_prompts(self, ctx: Context, call_next: CallNext) -> Any:
+        """``prompts/list``."""
+        return await call_next(ctx)
+
+    async def on_get_prompt(self, ctx: Context, call_next: CallNext) -> Any:
+        """``prompts/get``: ``ctx.request.target`` is the prompt's name."""
+        return await call_next(ctx)
+
+    async def on_complete(self, ctx: Context, call_next: CallNext) -> Any:
+        """``completion/complete``."""
+        return await call_next(ctx)
+
+    async def on_set_level(self, ctx: Context, call_next: CallNext) -> Any:
+        """``logging/setLevel`` (legacy era)."""
+        return await call_next(ctx)
+
+    async def on_listen(self, ctx: Context, call_next: CallNext) -> Any:
+        """``subscriptions/listen`` (modern era; returns when the subscription ends)."""
+        return await call_next(ctx)
+
+
+def _overrides(middleware: Middleware, hook: str) -> bool:
+    return getattr(type(middleware), hook) is not getattr(Middleware, hook)
+
+
+def _wrap(hook: Callable[[Context, CallNext], Awaitable[Any]], call_next: CallNext) -> CallNext:
+    async def step(ctx: Context) -> Any:
+        return await hook(ctx, call_next)
+
+    return step
+
+
+def compose(middlewares: Sequence[Middleware], method: str, handler: CallNext) -> CallNext:
+    """The chain for ``method``: ``handler`` inside every hook that applies, first middleware outermost.
+
+    Hooks a middleware does not override are skipped, not called: a chain of
+    pass-through middleware costs nothing per request.
+    """
+    op = METHOD_HOOKS.get(method)
+    for middleware in reversed(middlewares):
+        if op is not None and _overrides(middleware, op):
+            handler = _wrap(getattr(middleware, op), handler)
+        if _overrides(middleware, "on_request"):
+            handler = _wrap(middleware.on_request, handler)
+    return handler
+
+
+def hides_anything(middlewares: Sequence[Middleware]) -> bool:
+    """Whether any of ``middlewares`` may hide components."""
+    return any(_overrides(m, "hides") for m in middlewares)
+
+
+def notifies(middlewares: Sequence[Middleware]) -> bool:
+    """Whether any of ``middlewares`` watches notifications."""
+    return any(_overrides(m, "on_notification") for m in middlewares)
