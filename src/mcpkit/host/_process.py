@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..protocol.errors import MCPError
 from ..protocol.framing import Oversized
 from ..transports.stdio import ProcessChannel
 
@@ -62,7 +63,7 @@ class WatchedChannel:
     def write(self, data: bytes, related: int | str | None = None) -> None:
         self.inner.write(data, related)
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         self.inner.respond(request_id, data, error)
 
     async def drain(self) -> None:

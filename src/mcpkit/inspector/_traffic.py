@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from ..protocol.errors import MCPError
 from ..protocol.framing import Oversized
 from ..session.channel import Channel, PushChannel, Receiver, pushes
 from ._events import EventHub
@@ -154,7 +155,7 @@ class RecordingChannel:
         self._recorder.record("out", data)
         self._inner.write(data, related)
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         self._recorder.record("out", data)
         self._inner.respond(request_id, data, error)
 

@@ -18,6 +18,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
+    "RATE_LIMITED",
     "REQUEST_CANCELLED",
     "REQUEST_TIMEOUT",
     "RESOURCE_NOT_FOUND_LEGACY",
@@ -38,6 +39,10 @@ INTERNAL_ERROR = -32603
 # instead, basic/index "Error Codes"); -32042 exists in 2025-11-25 only.
 RESOURCE_NOT_FOUND_LEGACY = -32002
 URL_ELICITATION_REQUIRED = -32042
+# mcpkit's own, in the implementation-defined range JSON-RPC leaves to servers
+# (-32000..-32099) and outside the part 2026-07-28 reserves: a request refused by
+# a rate limit; ``data.retryAfter`` says in how many seconds to try again.
+RATE_LIMITED = -32010
 # 2026-07-28 reserves -32020..-32099 for the specification.
 HEADER_MISMATCH = -32020
 MISSING_CLIENT_CAPABILITY = -32021

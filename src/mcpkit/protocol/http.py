@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -23,6 +24,7 @@ from .errors import (
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
+    RATE_LIMITED,
     UNSUPPORTED_PROTOCOL_VERSION,
     MCPError,
 )
@@ -32,6 +34,7 @@ __all__ = [
     "OriginPolicy",
     "decode_header_value",
     "encode_header_value",
+    "error_headers",
     "header_params",
     "invalid_x_mcp_headers",
     "status_for_error",
@@ -253,6 +256,8 @@ def status_for_error(code: int, *, modern: bool) -> int:
     """The HTTP status that goes with a JSON-RPC error answer."""
     if code in (PARSE_ERROR, INVALID_REQUEST):
         return 400
+    if code == RATE_LIMITED:
+        return 429  # RFC 6585: with Retry-After (error_headers), in either era
     if not modern:
         return 200 if code != INTERNAL_ERROR else 500
     if code == METHOD_NOT_FOUND:
@@ -262,6 +267,16 @@ def status_for_error(code: int, *, modern: bool) -> int:
     if code == INTERNAL_ERROR:
         return 500
     return 200
+
+
+def error_headers(code: int, data: Any) -> list[tuple[bytes, bytes]]:
+    """Response headers that go with a JSON-RPC error answer: ``Retry-After`` for a
+    rate-limited request (``data.retryAfter`` seconds, rounded up)."""
+    if code == RATE_LIMITED and isinstance(data, Mapping):
+        retry = data.get("retryAfter")
+        if isinstance(retry, int | float) and not isinstance(retry, bool) and retry >= 0:
+            return [(b"retry-after", str(math.ceil(retry)).encode())]
+    return []
 
 
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]", "::1")

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol, TypeAlias, runtime_checkable
 
+from ..protocol.errors import MCPError
 from ..protocol.framing import Oversized
 
 __all__ = [
@@ -32,16 +33,17 @@ class Channel(Protocol):
     ``related`` names the inbound request a message belongs to (a notification
     or request sent while handling it). ``respond`` sends that request's answer,
     the last message that belongs to it, with its outcome: ``error`` is the
-    JSON-RPC error code, or None for a result. A single stream (stdio) ignores
+    error answered, or None for a result. A single stream (stdio) ignores
     both; HTTP uses them to put each message on the stream of the request it
-    belongs to, and the outcome to choose the response's status.
+    belongs to, and the outcome (the :class:`MCPError` answered, if any) to
+    choose the response's status and headers.
     """
 
     async def read(self) -> list[bytes | Oversized] | None: ...
 
     def write(self, data: bytes, related: RequestId | None = None) -> None: ...
 
-    def respond(self, request_id: RequestId | None, data: bytes, error: int | None = None) -> None: ...
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None: ...
 
     async def drain(self) -> None: ...
 
@@ -116,7 +118,7 @@ class MemoryChannel:
         if not self._closed:
             self._outbox.put_nowait(data)
 
-    def respond(self, request_id: RequestId | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
         """Queue the answer ``data`` for the other end, like :meth:`write`; dropped once closed."""
         if not self._closed:
             self._outbox.put_nowait(data)

@@ -12,7 +12,7 @@ An inbound request takes one path, whatever the transport::
             -> dispatcher.decode()   params decoded, once, into the dispatcher's type
             -> submit(request)       HTTP enters here with a request it decoded itself
             -> dispatcher.answer_now() or a task running dispatcher.handle()
-            -> channel.respond(id, bytes, error code)
+            -> channel.respond(id, bytes, the MCPError answered or None)
 """
 
 from __future__ import annotations
@@ -303,8 +303,11 @@ class Engine(Generic[Req]):
                     self._input_held = False
                     self._push.release_input()
 
-    async def _answer(self, request: Req) -> tuple[bytes, int | None] | None:
-        """Run the handler; its encoded answer and error code (None: a result), or None when cancelled."""
+    async def _answer(self, request: Req) -> tuple[bytes, MCPError | None] | None:
+        """Run the handler: its encoded answer and the error answered (None: a result).
+
+        None when the handler was cancelled (no answer is due).
+        """
         rid = request.id
         try:
             if self.handler_timeout is None:
@@ -314,18 +317,18 @@ class Engine(Generic[Req]):
                     result = await self.dispatcher.handle(self, request)
             return jsonrpc.encode_result(rid, result), None
         except MCPError as exc:
-            return _encode_error(rid, exc.code, exc.message, exc.data), exc.code
+            return _encode_error(rid, exc.code, exc.message, exc.data), exc
         except TimeoutError:
-            return _encode_error(
-                rid, INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s"
-            ), INTERNAL_ERROR
+            timed_out = MCPError(INTERNAL_ERROR, f"Request timed out after {self.handler_timeout}s")
+            return _encode_error(rid, timed_out.code, timed_out.message), timed_out
         except asyncio.CancelledError:
             # Cancelled by the peer (no answer is due, basic/patterns/cancellation)
             # or by shutdown; either way nothing more is sent for this request.
             return None
         except Exception:
             logger.exception("handler for %s failed", request.method)
-            return _encode_error(rid, INTERNAL_ERROR, "Internal error"), INTERNAL_ERROR
+            failed = MCPError(INTERNAL_ERROR, "Internal error")
+            return _encode_error(rid, failed.code, failed.message), failed
 
     async def _run_batch(self, items: list[msgspec.Raw]) -> None:
         answers = await asyncio.gather(*(self._answer_batch_item(raw) for raw in items))
@@ -471,7 +474,8 @@ class Engine(Generic[Req]):
 
     def _send_error(self, request_id: RequestId | None, code: int, message: str) -> None:
         if not self._closed:
-            self.channel.respond(request_id, jsonrpc.encode_error(request_id, code, message), code)
+            data = jsonrpc.encode_error(request_id, code, message)
+            self.channel.respond(request_id, data, MCPError(code, message))
 
     def _spawn(self, coro: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(coro)

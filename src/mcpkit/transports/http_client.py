@@ -28,7 +28,7 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from ..protocol import http as h
 from ..protocol import jsonrpc
-from ..protocol.errors import HTTP_TRANSPORT_ERROR
+from ..protocol.errors import HTTP_TRANSPORT_ERROR, MCPError
 from ..protocol.framing import Oversized
 
 __all__ = ["HTTPTransportError", "SSEClientChannel", "StreamableHTTPChannel"]
@@ -148,7 +148,7 @@ class StreamableHTTPChannel(_ChannelBase):
         if not self.closed:
             self._spawn(self._post(data))
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         self.write(data)
 
     # -- POST ----------------------------------------------------------------
@@ -402,7 +402,7 @@ class SSEClientChannel(_ChannelBase):
         if not self.closed:
             self._spawn(self._post(data))
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         self.write(data)
 
     async def _post(self, data: bytes) -> None:

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..protocol.errors import MCPError
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
 from ..session.channel import Receiver
 
@@ -244,7 +245,7 @@ class _PipeChannel:
         if out is not None and not out.is_closing():
             out.write(data + b"\n")
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         # One stream: an answer is a line like any other (write's body, inline: the per-call path).
         cork = self._cork
         if cork is not None:

@@ -16,7 +16,7 @@ from http_support import (
 )
 
 from mcpkit import MCPServer
-from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MCPError
+from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RATE_LIMITED, MCPError
 
 # Text that the old status choice searched the encoded answer for.
 _TRAP = 'look: "result": here'
@@ -99,3 +99,34 @@ async def test_legacy_session_answers_keep_their_statuses() -> None:
     assert (status, answer["error"]["code"]) == (500, -32603)
     status, answer = await call(4, "echo")
     assert (status, answer["result"]["content"][0]["text"]) == (200, _TRAP)
+
+
+def _limited_server() -> MCPServer:
+    server = _server()
+
+    @server.tool()
+    def busy(text: str) -> str:
+        """Refused by a rate limit."""
+        raise MCPError(RATE_LIMITED, "Rate limit reached. Please retry in 3 seconds.", {"retryAfter": 2.2})
+
+    return server
+
+
+async def test_a_rate_limited_answer_is_429_with_retry_after_in_both_eras() -> None:
+    headers, body = modern_call(9, "busy", {"text": "x"})
+    headers["accept"] = "application/json"
+    modern = await asgi_request(
+        make_app(_limited_server()), "POST", "/mcp", headers, json.dumps(body).encode()
+    )
+    assert modern.status == 429
+    assert modern.headers["retry-after"] == "3"
+    assert modern.json()["error"]["data"] == {"retryAfter": 2.2}
+
+    app = make_app(_limited_server())
+    first = legacy_headers(version=None, accept="application/json")
+    opened = await asgi_request(app, "POST", "/mcp", first, json.dumps(initialize()).encode())
+    session = legacy_headers(opened.headers["mcp-session-id"], accept="application/json")
+    call = rpc(2, "tools/call", {"name": "busy", "arguments": {"text": "x"}})
+    legacy = await asgi_request(app, "POST", "/mcp", session, json.dumps(call).encode())
+    assert (legacy.status, legacy.headers["retry-after"]) == (429, "3")
+    assert legacy.json()["error"]["code"] == RATE_LIMITED

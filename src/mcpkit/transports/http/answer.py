@@ -11,7 +11,7 @@ import msgspec
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
-from ...protocol.errors import INVALID_REQUEST
+from ...protocol.errors import INVALID_REQUEST, MCPError
 from ...protocol.framing import Oversized
 from .asgi import HTTPFailure, Receive, Send, respond
 from .settings import HTTPSettings
@@ -38,7 +38,7 @@ class SingleChannel:
     def write(self, data: bytes, related: int | str | None = None) -> None:
         self.stream.push(data)
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         self.stream.push(data, True, error)
 
     async def drain(self) -> None:
@@ -156,8 +156,13 @@ async def json_answer(
     send: Send, item: StreamItem, modern: bool, extra: Iterable[tuple[bytes, bytes]] | None
 ) -> None:
     """The answer as a JSON body; an error answer's status follows its code and the era."""
-    status = 200 if item.error is None else h.status_for_error(item.error, modern=modern)
-    await respond(send, status, item.data, headers=extra or ())
+    error = item.error
+    if error is None:
+        await respond(send, 200, item.data, headers=extra or ())
+        return
+    status = h.status_for_error(error.code, modern=modern)
+    headers = [*(extra or ()), *h.error_headers(error.code, error.data)]
+    await respond(send, status, item.data, headers=headers)
 
 
 async def jsonrpc_error(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from ...protocol.errors import MCPError
 from ...protocol.framing import Oversized
 from .streams import ResponseStream
 
@@ -49,7 +50,7 @@ class RoutingChannel:
         else:
             stream.push(data)
 
-    def respond(self, request_id: int | str | None, data: bytes, error: int | None = None) -> None:
+    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
         owner = self.owner
         if owner.single_stream:
             owner.standalone.push(data)

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import NamedTuple
 
+from ...protocol.errors import MCPError
 from .asgi import Receive, Send
 
 __all__ = ["ResponseStream", "StreamItem", "pump_sse", "sse_event"]
@@ -31,9 +32,9 @@ class StreamItem(NamedTuple):
     seq: int
     data: bytes
     final: bool
-    #: The JSON-RPC error code of a final answer that is an error (None: a result,
-    #: or not final). What the HTTP status is chosen from; the bytes are never read.
-    error: int | None = None
+    #: The error a final answer carries (None: a result, or not final). What the
+    #: HTTP status and headers are chosen from; the bytes are never read.
+    error: MCPError | None = None
 
 
 def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
@@ -80,7 +81,7 @@ class ResponseStream:
         #: shared with other workers (see :meth:`persist`).
         self.mirror: Callable[[StreamItem], None] | None = None
 
-    def push(self, data: bytes, final: bool = False, error: int | None = None) -> None:
+    def push(self, data: bytes, final: bool = False, error: MCPError | None = None) -> None:
         """Queue one message; ``final`` for the answer (``error``: its error code, if one)."""
         if self.finished:
             return  # nothing goes out after the response (e.g. late progress)
