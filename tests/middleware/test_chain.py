@@ -109,7 +109,7 @@ class Rewrite(Middleware):
         if params.name == "echo":
             params.arguments = {"text": str(params.arguments["text"]).upper()}
         result = await call_next(ctx)
-        result.content.append(t.TextContent(text=f"via {ctx.request.transport or 'memory'}"))
+        result.content.append(t.TextContent(text=f"via {ctx.transport}"))
         return result
 
 
@@ -276,3 +276,32 @@ async def test_over_stdio(tmp_path: Path, era: str) -> None:
     async with stdio_client(tmp_path, era) as client:
         result = await client.call_tool("echo", {"text": "hi"})
     assert text_of(result) == "HI via stdio"
+
+
+class Who(Middleware):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> Any:
+        self.seen.append((ctx.transport, ctx.client_id))
+        return await call_next(ctx)
+
+
+async def test_client_ids_tell_clients_apart() -> None:
+    who = Who()
+    server = make_server(who)
+    async with Client(server, protocol="legacy") as one, Client(server, protocol="legacy") as two:
+        await one.call_tool("echo", {"text": "x"})
+        await one.call_tool("echo", {"text": "x"})
+        await two.call_tool("echo", {"text": "x"})
+    (t1, a), (_, b), (_, c) = who.seen
+    assert t1 == "memory" and a == b != c and a.startswith("connection:")
+    who.seen.clear()
+    async with serve_http(server) as url:
+        async with Client(url, protocol="legacy") as legacy:
+            await legacy.call_tool("echo", {"text": "x"})
+        async with Client(url, protocol="modern") as modern:
+            await modern.call_tool("echo", {"text": "x"})
+    (tl, legacy_id), (tm, modern_id) = who.seen
+    assert (tl, tm) == ("http", "http")
+    assert legacy_id.startswith("session:") and modern_id == "peer:127.0.0.1"

@@ -318,7 +318,7 @@ class Client:
             ours, theirs = memory_channel_pair()
             server = target.server
             await self._stack.enter_async_context(server.running())  # type: ignore[union-attr]
-            self._server_task = asyncio.create_task(server.connect(theirs).run())
+            self._server_task = asyncio.create_task(server.connect(theirs, transport="memory").run())
             return ours
         return await target.open()
 

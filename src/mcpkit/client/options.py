@@ -69,6 +69,7 @@ class InProcessServer(Protocol):
         """The server's lifespan, entered once per client connection."""
         ...
 
-    def connect(self, channel: Channel) -> _Serving:
-        """Serve one connection over ``channel``; awaiting ``run()`` serves it to the end."""
+    def connect(self, channel: Channel, *, transport: str = "") -> _Serving:
+        """Serve one connection over ``channel`` (``transport`` names it on every request:
+        ``"memory"``); awaiting ``run()`` serves it to the end."""
         ...

@@ -54,6 +54,10 @@ class ServerRequest(msgspec.Struct):
     transport: str = ""
     #: Era, revision and client facts, set when the server's lifecycle admits it.
     scope: RequestScope | None = None
+    #: The legacy HTTP session (``Mcp-Session-Id``) it belongs to, if any.
+    session: str | None = None
+    #: The peer's network address (``host:port``), where the transport has one (HTTP).
+    peer: str | None = None
 
     @property
     def known(self) -> bool:

@@ -70,6 +70,23 @@ class Context:
         return self._scope.client_capabilities
 
     @property
+    def client_id(self) -> str:
+        """Who the client is, for per-client limits and logs: its legacy HTTP session,
+        else its network address (modern HTTP), else its connection (stdio, in memory).
+        Not an identity: use :attr:`principal` for who is calling."""
+        request = self.request
+        if request.session is not None:
+            return f"session:{request.session}"
+        if request.peer is not None:
+            return f"peer:{request.peer.rsplit(':', 1)[0]}"
+        return f"connection:{id(self._conn):x}"
+
+    @property
+    def transport(self) -> str:
+        """The transport the request came over: ``"stdio"``, ``"http"``, ``"sse"`` or ``"memory"``."""
+        return self.request.transport
+
+    @property
     def principal(self) -> Principal | None:
         """Who is calling, when the transport authenticates (HTTP with OAuth)."""
         return self.request.principal

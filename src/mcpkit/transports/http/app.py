@@ -150,7 +150,7 @@ class StreamableHTTPApp(Lifetime):
             _principal.set(await self._authenticate(auth, scope, headers))
         if path == self.settings.path or path == self.settings.path.rstrip("/") + "/":
             if method == "POST":
-                await self._post(receive, send, headers)
+                await self._post(scope, receive, send, headers)
             elif method == "GET":
                 await self._get(receive, send, headers)
             elif method == "DELETE":
@@ -233,7 +233,7 @@ class StreamableHTTPApp(Lifetime):
     # into a ServerRequest, which routing, header validation and scope checks
     # read, and which the engine then serves as it is (Engine.submit).
 
-    async def _post(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
+    async def _post(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         ctype = headers.get("content-type", "")
         if ctype.split(";", 1)[0].strip().lower() != "application/json":
             raise HTTPFailure(415, "Content-Type must be application/json")
@@ -253,6 +253,7 @@ class StreamableHTTPApp(Lifetime):
         request: ServerRequest | None = None
         if isinstance(message, Request):
             request = decode_request(message, _principal.get(), "http")
+            request.peer = _peer(scope)
             meta = request.meta
         else:
             meta = _notification_meta(message)
@@ -367,6 +368,7 @@ class StreamableHTTPApp(Lifetime):
                 send, 200, request.id, INVALID_REQUEST, f"id {request.id!r} is already in use"
             )
             return
+        request.session = session.id
         claims = self.shared is not None and session_id is not None
         await self._serve_in_session(session, request, receive, send, form, extra, claims=claims)
 
@@ -583,6 +585,14 @@ def _route_path(scope: Scope) -> str:
     if root and path.startswith(root):
         path = path[len(root) :] or "/"
     return path
+
+
+def _peer(scope: Scope) -> str | None:
+    client = scope.get("client")
+    if not client:
+        return None
+    host, port = client[0], client[1]
+    return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
 
 
 def _notification_meta(message: jsonrpc.Message) -> dict[str, Any] | None:
