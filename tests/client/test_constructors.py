@@ -83,8 +83,8 @@ async def test_memory_takes_anything_that_connects_a_channel() -> None:
             async with real.running():
                 yield
 
-        def connect(self, channel: Channel) -> Any:
-            return real.connect(channel)
+        def connect(self, channel: Channel, *, transport: str = "") -> Any:
+            return real.connect(channel, transport=transport)
 
     async with Client.memory(Wrapped()) as client:
         assert await echo_once(client) == "hi"
