@@ -222,8 +222,13 @@ class MCPServer:
             raise ValueError("ttl_ms must be >= 0")
         self._cache[method] = (ttl_ms, scope)
 
-    def cache_policy(self, method: str) -> tuple[int, Literal["public", "private"]]:
-        """``(ttlMs, cacheScope)`` for a method's results (2026-07-28 CacheableResult)."""
+    def cache_policy(self, method: str, uri: str | None = None) -> tuple[int, Literal["public", "private"]]:
+        """``(ttlMs, cacheScope)`` for a method's results (2026-07-28 CacheableResult); for
+        ``resources/read`` of ``uri``, the resource's own policy when it declares one."""
+        if uri is not None and method == "resources/read":
+            own = self._resources.cache_for(uri)
+            if own is not None:
+                return own
         return self._cache.get(method, (self.cache_ttl_ms, self.cache_scope))
 
     def add_raw_tool(

@@ -198,6 +198,16 @@ class ResourceRegistry:
                 return entry.scopes
         return frozenset()
 
+    def cache_for(self, uri: str) -> tuple[int, CacheScope] | None:
+        """The resource's own ``(ttlMs, cacheScope)`` for reads of ``uri``, if it declares one."""
+        found = self.resources.get(uri)
+        if found is not None:
+            return found[1].cache
+        for _, matcher, entry in self.templates:
+            if matcher.match(uri) is not None:
+                return entry.cache
+        return None
+
     def exists(self, uri: str) -> bool:
         return uri in self.resources or any(m.match(uri) is not None for _, m, _ in self.templates)
 
