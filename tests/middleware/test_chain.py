@@ -305,3 +305,25 @@ async def test_client_ids_tell_clients_apart() -> None:
     (tl, legacy_id), (tm, modern_id) = who.seen
     assert (tl, tm) == ("http", "http")
     assert legacy_id.startswith("session:") and modern_id == "peer:127.0.0.1"
+
+
+class ListsOnly(Middleware):
+    def __init__(self) -> None:
+        self.lists = 0
+
+    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> Any:
+        self.lists += 1
+        return await call_next(ctx)
+
+
+async def test_middleware_that_does_not_hook_calls_keeps_the_inline_fast_path() -> None:
+    lists = ListsOnly()
+    server = make_server(Middleware(), lists)
+    assert not server.calls_intercepted
+    async with Client(server, protocol="legacy") as client:
+        for _ in range(40):
+            assert text_of(await client.call_tool("echo", {"text": "x"})) == "x"
+        await client.list_tools()
+    assert server._tools.tools["echo"].runs_inline and lists.lists == 1
+    assert make_server(Recorder("r", [])).calls_intercepted
+    assert make_server(AdminsOnly()).calls_intercepted

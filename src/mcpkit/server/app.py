@@ -21,7 +21,7 @@ from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .context import Context
 from .dispatcher import ServerDispatcher
-from .middleware import CallNext, Middleware, compose, hides_anything
+from .middleware import CallNext, Middleware, compose, hides_anything, intercepts
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
@@ -115,6 +115,8 @@ class MCPServer:
         self.middleware: list[Middleware] = []
         #: Whether some middleware may hide components (lists are filtered, calls refused).
         self.hides = False
+        #: Whether some middleware hooks tool calls (then no call is answered inline).
+        self.calls_intercepted = False
         self._chains: dict[str, CallNext] = {}
         for each in middleware:
             self.add_middleware(each)
@@ -129,6 +131,7 @@ class MCPServer:
             )
         self.middleware.append(middleware)
         self.hides = hides_anything(self.middleware)
+        self.calls_intercepted = self.hides or intercepts(self.middleware, "tools/call")
         self._chains.clear()
 
     def chain(self, method: str, handler: CallNext) -> CallNext:

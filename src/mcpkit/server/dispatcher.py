@@ -107,7 +107,7 @@ class ServerDispatcher:
         (a task costs two extra turns of the event loop per call). Anything
         unusual, including every error, goes the ordinary way.
         """
-        if request.method != "tools/call" or request.error is not None or self.server.middleware:
+        if request.method != "tools/call" or request.error is not None or self.server.calls_intercepted:
             return None  # (middleware hooks are coroutines: they run on the ordinary path)
         params = request.params
         tool = self.server._tools.tools.get(params.name)

@@ -181,6 +181,12 @@ def compose(middlewares: Sequence[Middleware], method: str, handler: CallNext) -
     return handler
 
 
+def intercepts(middlewares: Sequence[Middleware], method: str) -> bool:
+    """Whether any of ``middlewares`` has a hook that ``method``'s requests pass through."""
+    op = METHOD_HOOKS.get(method)
+    return any(_overrides(m, "on_request") or (op is not None and _overrides(m, op)) for m in middlewares)
+
+
 def hides_anything(middlewares: Sequence[Middleware]) -> bool:
     """Whether any of ``middlewares`` may hide components."""
     return any(_overrides(m, "hides") for m in middlewares)
