@@ -15,6 +15,7 @@ from mcpkit import Client, MCPServer
 from mcpkit.host import AuditLog, Host, Policy, build_gateway
 from mcpkit.host._proxy import add_raw_tool
 from mcpkit.protocol import types as t
+from mcpkit.protocol.errors import MCPError
 from mcpkit.server import Context
 from mcpkit.testing import connect, serve_http
 
@@ -184,3 +185,29 @@ async def test_raw_tool_registration_passes_arguments_untouched() -> None:
         result = await client.call_tool("proxy", {"from": "x", "user-id": 3, "extra": [1]})
         assert result.structured_content == {"n": 3}
     assert seen == [{"from": "x", "user-id": 3, "extra": [1]}]
+
+
+async def test_gateway_middleware_sees_every_proxied_call(record: Path) -> None:
+    """The gateway is an MCPServer: its middleware wraps the calls it proxies, like any server's."""
+    from mcpkit.middleware import Middleware
+
+    seen: list[str] = []
+
+    class Watch(Middleware):
+        async def on_call_tool(self, ctx: Any, call_next: Any) -> Any:
+            seen.append(ctx.request.target)
+            return await call_next(ctx)
+
+        def hides(self, ctx: Any, kind: Any, name: str) -> bool:
+            return name == "mcp__beta__echo"
+
+    specs = {"alpha": backend_spec("alpha", record), "beta": backend_spec("beta", record)}
+    async with Host(specs, policy=Policy(allow=["mcp__alpha", "mcp__beta"])) as host:
+        gateway = build_gateway(host, middleware=[Watch()])
+        async with connect(gateway, protocol="legacy") as client:
+            names = [tool.name for tool in await client.list_tools()]
+            assert "mcp__alpha__echo" in names and "mcp__beta__echo" not in names
+            assert text(await client.call_tool("mcp__alpha__echo", {"text": "a"})) == "alpha: a"
+            with pytest.raises(MCPError):
+                await client.call_tool("mcp__beta__echo", {"text": "b"})
+    assert seen == ["mcp__alpha__echo", "mcp__beta__echo"]
