@@ -220,7 +220,15 @@ def _add_words(p: argparse.ArgumentParser, metavar: str | None = None) -> None:
 
 
 def _add_run(commands: Commands) -> None:
-    run = commands.add_parser("run", help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]")
+    run = commands.add_parser(
+        "run",
+        help="run a server from FILE[:OBJECT] or MODULE[:OBJECT]",
+        description="Run a server from FILE[:OBJECT] or MODULE[:OBJECT]. Over http, besides the MCP "
+        "endpoint /mcp (and HTTP+SSE at /sse), two health probes answer GET without authentication: "
+        '/healthz (alive: 200 {"status":"ok"}) and /readyz (ready: 200, or 503 while draining after '
+        "SIGTERM and while the Redis of --redis is down). Point a load balancer at /readyz; the "
+        "Host check still applies (see docs/deployment.md, Health checks).",
+    )
     run.add_argument("target", metavar="FILE[:OBJECT]|MODULE[:OBJECT]")
     run.add_argument("--transport", choices=["stdio", "http", "sse"], default="stdio")
     run.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")

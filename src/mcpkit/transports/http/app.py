@@ -62,6 +62,13 @@ class _ParamsPeek(msgspec.Struct):
 
 _peek = msgspec.json.Decoder(_ParamsPeek)
 
+_PROBE_METHODS = frozenset({"GET", "HEAD"})
+_OK = b'{"status":"ok"}'
+_DRAINING = b'{"status":"draining"}'
+_REDIS_DOWN = b'{"status":"redis unavailable"}'
+_REDIS_BEHIND = b'{"status":"redis overloaded"}'
+_PROBE_HEADERS = [(b"cache-control", b"no-store")]
+
 
 class StreamableHTTPApp(Lifetime):
     """ASGI app serving an :class:`ServedApp` over Streamable HTTP (and legacy HTTP+SSE)."""
@@ -105,6 +112,9 @@ class StreamableHTTPApp(Lifetime):
         headers = headers_of(scope)
         try:
             self._guard(headers)
+            # Probes come before draining, Redis and authentication (see _probe).
+            if scope["method"] in _PROBE_METHODS and await self._probe(scope, send):
+                return
             if self.draining:
                 raise HTTPFailure(503, "server is shutting down", headers=[(b"retry-after", b"5")])
             self._ensure_reaper()
@@ -137,6 +147,51 @@ class StreamableHTTPApp(Lifetime):
             raise HTTPFailure(421, f"Host {host!r} is not allowed")
         if not self.policy.origin_allowed(headers.get("origin"), host):
             raise HTTPFailure(403, "Origin is not allowed")
+
+    # -- health probes ---------------------------------------------------------
+    #
+    # ``GET health_path`` (liveness) and ``GET ready_path`` (readiness) answer
+    # before the drain check, Redis and authentication: a load balancer has no
+    # token, and must see "draining" rather than a refusal. They come after the
+    # Host/Origin guard on purpose: the guard is the DNS-rebinding defence and
+    # exempting any path from it would be a new rule to audit. Probes that reach
+    # the server by IP work unchanged with the defaults (a non-loopback bind
+    # accepts any Host); with ``allowed_hosts`` set, the probe sends an allowed
+    # Host header (Kubernetes ``httpGet.httpHeaders``, ``curl -H``) or the
+    # address it probes is listed. A probe costs no Redis round trip: readiness
+    # reads the Redis connection's own state (its pub/sub listener, which
+    # notices a lost Redis at once and reconnects by itself) and its backlog.
+
+    async def _probe(self, scope: Scope, send: Send) -> bool:
+        """Answer a health probe; False when the path is not one."""
+        settings = self.settings
+        path = _route_path(scope)
+        if path == settings.health_path:
+            status, body = 200, _OK
+        elif path == settings.ready_path:
+            status, body = await self._readiness()
+        else:
+            return False
+        # (HEAD: the server drops the body and keeps the headers, as for GET.)
+        await respond(send, status, body, headers=_PROBE_HEADERS)
+        return True
+
+    async def _readiness(self) -> tuple[int, bytes]:
+        """200, or 503 with why this worker should get no new traffic."""
+        if self.draining:
+            return 503, _DRAINING
+        shared = self.shared
+        if shared is not None:
+            backend = shared.backend
+            if not backend.started:  # mounted without the lifespan: the first probe connects
+                await shared.start()
+            # The pub/sub listener's state: cleared when its connection fails, set
+            # again when it has reconnected (RedisBackend._listen).
+            if not backend._pubsub_ready.is_set():
+                return 503, _REDIS_DOWN
+            if backend.overloaded:
+                return 503, _REDIS_BEHIND
+        return 200, _OK
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]) -> None:
         path = _route_path(scope)

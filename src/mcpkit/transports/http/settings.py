@@ -19,6 +19,13 @@ class HTTPSettings:
 
     #: The MCP endpoint.
     path: str = "/mcp"
+    #: Liveness probe: ``GET`` answers 200 ``{"status":"ok"}`` while the process
+    #: serves at all (also while draining). No authentication; None disables it.
+    health_path: str | None = "/healthz"
+    #: Readiness probe: ``GET`` answers 200 ``{"status":"ok"}``, or 503 while draining
+    #: (SIGTERM) or while the Redis that legacy sessions need is down. No
+    #: authentication; None disables it. Both probes still pass the Host/Origin check.
+    ready_path: str | None = "/readyz"
     #: True: answer every request as JSON; False: always SSE; None: JSON unless
     #: the handler sends something before its result (then SSE).
     json_response: bool | None = None
