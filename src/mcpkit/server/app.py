@@ -21,6 +21,7 @@ from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .context import Context
 from .dispatcher import ServerDispatcher
+from .limiting import Limiter, Rate
 from .middleware import CallNext, Middleware, compose, hides_anything, intercepts
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
@@ -162,6 +163,8 @@ class MCPServer:
         headers: dict[str, str] | None = None,
         input_schema: dict[str, Any] | None = None,
         scopes: Sequence[str] = (),
+        rate_limit: str | Rate | Limiter | None = None,
+        timeout: float | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
 
@@ -171,6 +174,18 @@ class MCPServer:
         ``threaded`` pins where a sync function runs (see :class:`SyncRunner`).
         ``headers`` maps parameters to HTTP header names (``{"region": "Region"}``
         sends ``Mcp-Param-Region``; 2026-07-28 ``x-mcp-header``).
+
+        ``rate_limit`` limits this tool's calls, all callers together
+        (``"10/minute"``, a :class:`~mcpkit.middleware.Rate`, or a
+        :class:`~mcpkit.middleware.Limiter` for queueing, a shared limit or a
+        Redis policy); a call over it answers ``isError: true`` with "Rate limit
+        reached. Please retry in N seconds." and ``_meta["io.mcpkit/retryAfter"]``.
+        With ``MCPKIT_REDIS_URL`` set, the limit holds across workers.
+        ``timeout`` cancels a call still running after that many seconds; it
+        answers ``isError: true`` with "Tool NAME timed out after N s" (a sync
+        tool then runs in a thread, unless ``threaded=False``; a thread cannot be
+        interrupted, only abandoned). Both are enforced around this tool only:
+        the middleware chain is unchanged.
         """
         if callable(name):
             raise TypeError("use @server.tool() with parentheses")
@@ -187,6 +202,8 @@ class MCPServer:
             headers=headers,
             input_schema=input_schema,
             scopes=frozenset(scopes),
+            rate_limit=rate_limit,
+            timeout=timeout,
         )
 
         def register(fn: F) -> F:

@@ -12,6 +12,7 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from .context import Context
+from .limiting import Limiter, Rate, ToolGuard
 from .mrtr import InputRequired
 from .results import CONTENT_LIKE, json_text, to_content
 from .signature import ArgumentError, FunctionSignature, inspect_function, raw_signature, split_docstring
@@ -48,6 +49,11 @@ class ToolOptions:
     input_schema: dict[str, Any] | None = None
     #: OAuth scopes a caller needs (HTTP with an authenticator).
     scopes: frozenset[str] = frozenset()
+    #: A limit on this tool's calls (all callers together): ``"10/minute"``, a :class:`Rate`,
+    #: or a :class:`Limiter` (to share one limit between tools, or choose its mode and Redis).
+    rate_limit: str | Rate | Limiter | None = None
+    #: Seconds a call may run before it is cancelled and answers ``isError`` "timed out".
+    timeout: float | None = None
 
 
 @dataclass(slots=True)
@@ -62,14 +68,22 @@ class RegisteredTool:
     scopes: frozenset[str] = frozenset()
     #: What it was registered with (a raw tool: its name and scopes only).
     options: ToolOptions = ToolOptions()
+    #: Enforces ``rate_limit=`` and ``timeout=`` (None when the tool declares neither).
+    guard: ToolGuard | None = None
 
     @property
     def runs_inline(self) -> bool:
         """True when a call completes on the event loop without awaiting anything."""
         runner = self.runner
-        return runner is not None and runner.inline and self.signature.context_param is None
+        if runner is None or self.guard is not None:
+            return False
+        return runner.inline and self.signature.context_param is None
 
-    async def call(self, arguments: dict[str, Any] | None, ctx: Context | None) -> t.CallToolResult:
+    async def call(
+        self, arguments: dict[str, Any] | None, ctx: Context | None, *, guarded: bool = False
+    ) -> t.CallToolResult:
+        if self.guard is not None and not guarded:
+            return await self.guard.run(self, arguments, ctx)
         sig = self.signature
         try:
             kwargs = sig.bind(arguments)
@@ -163,8 +177,14 @@ class ToolRegistry:
             icons=_set(options.icons),
             meta=_set(options.meta),
         )
-        runner = None if sig.is_async else SyncRunner(fn, options.threaded)
-        tool = RegisteredTool(fn, sig, definition, runner, header_params, options.scopes, options)
+        guard = None
+        threaded = options.threaded
+        if options.rate_limit is not None or options.timeout is not None:
+            guard = ToolGuard(tool_name, options.rate_limit, options.timeout)
+            if options.timeout is not None and threaded is None:
+                threaded = True  # an inline call could not be interrupted by its timeout
+        runner = None if sig.is_async else SyncRunner(fn, threaded)
+        tool = RegisteredTool(fn, sig, definition, runner, header_params, options.scopes, options, guard)
         self.tools[tool_name] = tool
         self._changed()
         return tool
