@@ -4,12 +4,18 @@ waiters, Redis (atomic across processes) and its outage policy. Time is moved by
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from limits_support import FakeTime
 
-from _wait import eventually
+from _wait import eventually, wait_until
 from mcpkit.middleware import Limiter, Rate, RateLimitExceeded
 
 REDIS_URL = os.environ.get("MCPKIT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -241,3 +247,201 @@ def test_environment_chooses_redis_unless_told_otherwise(monkeypatch: pytest.Mon
     monkeypatch.delenv("MCPKIT_REDIS_URL")
     assert not Limiter("1/s").shared
     assert Limiter("1/s", redis_url="redis://127.0.0.1:1/0").shared
+
+
+# -- on Redis ------------------------------------------------------------------------------------
+
+
+def require_redis(url: str = REDIS_URL) -> None:
+    """The Redis tests need a Redis server; a missing one is a failure with instructions, not a skip."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"no Redis at {url} ({exc}): run `make redis` or set MCPKIT_TEST_REDIS_URL")
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A key prefix of this test's own, deleted afterwards."""
+    require_redis()
+    name = f"mcpkit-test-limiter-{uuid.uuid4().hex[:12]}"
+    yield name
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = list(client.scan_iter(match=f"{name}*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+@contextlib.asynccontextmanager
+async def on_redis(rate: str, prefix: str, url: str = REDIS_URL, **options: object) -> AsyncIterator[Limiter]:
+    limiter = Limiter(rate, redis_url=url, redis_prefix=prefix, **options)  # type: ignore[arg-type]
+    try:
+        yield limiter
+    finally:
+        await limiter.aclose()
+
+
+async def test_exact_under_concurrency_across_connections_on_redis(prefix: str) -> None:
+    """Two limiters with connections of their own (as two workers have) share one exact limit."""
+    async with on_redis("10/minute", prefix) as one, on_redis("10/minute", prefix) as two:
+        assert one.shared and two.shared
+        results = await asyncio.gather(
+            *(limiter.acquire("k") for _ in range(50) for limiter in (one, two)), return_exceptions=True
+        )
+        refused = [r for r in results if isinstance(r, BaseException)]
+        assert all(isinstance(r, RateLimitExceeded) for r in refused), refused
+        assert len(results) - len(refused) == 10
+        assert all(59 < r.retry_after <= 60 for r in refused if isinstance(r, RateLimitExceeded))
+        await one.acquire("another key")
+
+
+async def test_the_window_slides_on_redis(prefix: str) -> None:
+    time = FakeTime()
+    async with on_redis("2/10s", prefix, clock=time, sleep=time.sleep) as limiter:
+        await limiter.acquire()
+        time.advance(5)
+        await limiter.acquire()
+        time.advance(4)
+        with pytest.raises(RateLimitExceeded) as refused:
+            await limiter.acquire()
+        assert refused.value.retry_after == pytest.approx(1.0)
+        time.advance(1)
+        await limiter.acquire()
+
+
+async def test_queue_in_order_and_a_cancelled_waiter_leaves_on_redis(prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    time = FakeTime()
+    async with on_redis("1/10s", prefix, clock=time, sleep=time.sleep, mode="queue", max_wait=60) as limiter:
+        await limiter.acquire()
+        served: list[str] = []
+
+        async def wait(name: str) -> None:
+            await limiter.acquire()
+            served.append(name)
+
+        tasks = {}
+        for i, name in enumerate("abc"):  # turns at 10, 20, 30
+            tasks[name] = asyncio.create_task(wait(name))
+            await eventually(lambda i=i: time.sleeping == i + 1)
+        async with on_redis("1/10s", prefix, clock=time) as rejecting:  # the same key: its turn, 40 s
+            with pytest.raises(RateLimitExceeded) as refused:
+                await rejecting.acquire()
+        assert refused.value.retry_after == pytest.approx(40.0)
+        client = aioredis.Redis.from_url(REDIS_URL)
+        key = f"{prefix}:ratelimit:1/10s:"
+        try:
+            assert await client.zcard(key) == 4
+            tasks["b"].cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await tasks["b"]
+            assert await client.zcard(key) == 3  # its reservation went, and only it
+        finally:
+            await client.aclose()
+        for count, step in ((1, 10), (2, 20)):  # on Redis, those behind keep their turn (30)
+            time.advance(step)
+            await eventually(lambda count=count: len(served) == count)
+        assert served == ["a", "c"]
+
+
+# -- Redis outages -------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+NO_PERSISTENCE = ("--save", "", "--appendonly", "no")
+
+
+class RedisProcess:
+    """A redis-server of this test's own, to stop and start again on the same port."""
+
+    def __init__(self) -> None:
+        executable = shutil.which("redis-server")
+        if executable is None:
+            pytest.fail("redis-server is not installed (the outage tests start one of their own)")
+        self.executable = executable
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        import redis
+
+        self.proc = subprocess.Popen(
+            [self.executable, "--port", str(self.port), "--bind", "127.0.0.1", *NO_PERSISTENCE],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        probe = redis.Redis.from_url(self.url, socket_connect_timeout=0.5)
+
+        def answers() -> bool:
+            try:
+                return bool(probe.ping())
+            except redis.RedisError:
+                return False
+
+        wait_until(answers, timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    server = RedisProcess()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("policy", ["open", "closed"])
+async def test_redis_outage_policy_and_recovery(own_redis: RedisProcess, policy: str) -> None:
+    async with on_redis(
+        "2/minute", "outage", own_redis.url, on_redis_error=policy, redis_timeout=0.5, redis_retry=0.0
+    ) as limiter:
+        await limiter.acquire()
+        await limiter.acquire()
+        with pytest.raises(RateLimitExceeded):  # the limit holds while Redis is up
+            await limiter.acquire()
+        own_redis.stop()
+        for _ in range(3):
+            if policy == "open":
+                assert await limiter.acquire() == 0.0  # let through
+            else:
+                with pytest.raises(RateLimitExceeded) as refused:
+                    await limiter.acquire()
+                assert refused.value.retry_after == limiter.redis_retry
+        own_redis.start()  # an empty Redis on the same port: the limiter recovers by itself
+        await limiter.acquire()
+        await limiter.acquire()
+        with pytest.raises(RateLimitExceeded) as over:
+            await limiter.acquire()
+        assert 59 < over.value.retry_after <= 60
+
+
+@pytest.mark.parametrize("policy", ["open", "closed"])
+async def test_an_unreachable_redis_follows_the_policy_quickly(policy: str) -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    async with on_redis("1/minute", "nowhere", url, on_redis_error=policy, redis_retry=30.0) as limiter:
+        started = asyncio.get_running_loop().time()
+        for _ in range(20):  # after the first failure, Redis is left alone for redis_retry seconds
+            if policy == "open":
+                await limiter.acquire()
+            else:
+                with pytest.raises(RateLimitExceeded) as refused:
+                    await limiter.acquire()
+                assert refused.value.retry_after == 30.0
+        assert asyncio.get_running_loop().time() - started < 2.0
