@@ -8,13 +8,14 @@ import logging
 import os
 import shlex
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
+from .. import telemetry as _telemetry
 from .._version import __version__
 from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
@@ -418,7 +419,7 @@ class Client:
             "capabilities": self.handlers.capabilities(),
             "clientInfo": msgspec.to_builtins(self.client_info),
         }
-        raw = await self._session.request("initialize", params)
+        raw = await self._send(self._session, "initialize", params, self.timeout)
         result = msgspec.json.decode(raw, type=t.InitializeResult)
         answered = parse_version(result.protocol_version)
         if answered is None or answered.is_modern:
@@ -471,6 +472,33 @@ class Client:
             meta[LOG_LEVEL] = self.log_level
         return {**params, "_meta": meta}
 
+    def _send(
+        self,
+        session: Engine[Any],
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+        request_id: int | str | None = None,
+    ) -> Awaitable[msgspec.Raw]:
+        """Send one request; with tracing on, inside a CLIENT span whose context rides in ``_meta``."""
+        if _telemetry.enabled:
+            target = self._target
+            return _telemetry.request(
+                session,
+                method,
+                params,
+                timeout,
+                on_progress,
+                request_id,
+                version=self.protocol_version.value if self.protocol_version is not None else None,
+                transport=_transport_name(target, session),
+                url=target.url if isinstance(target, _HTTP) else None,
+            )
+        return session.request(
+            method, params, timeout=timeout, on_progress=on_progress, request_id=request_id
+        )
+
     async def _call(
         self,
         method: str,
@@ -485,21 +513,23 @@ class Client:
             raise RuntimeError("client is not connected")
         for _ in range(self.max_input_rounds + 1):
             try:
-                raw = await session.request(
+                raw = await self._send(
+                    session,
                     method,
                     self._params(params),
-                    timeout=timeout if timeout is not None else self.timeout,
-                    on_progress=on_progress,
+                    timeout if timeout is not None else self.timeout,
+                    on_progress,
                 )
             except MCPError as exc:
                 if not self._adopt_supported_version(exc):
                     raise
                 # basic/versioning: retry with a mutually supported version.
-                raw = await session.request(
+                raw = await self._send(
+                    session,
                     method,
                     self._params(params),
-                    timeout=timeout if timeout is not None else self.timeout,
-                    on_progress=on_progress,
+                    timeout if timeout is not None else self.timeout,
+                    on_progress,
                 )
             if not self.is_modern or method not in _INPUT_METHODS:
                 return msgspec.json.decode(raw, type=result_type)
@@ -658,8 +688,8 @@ class Client:
             wanted["resourceSubscriptions"] = list(resource_uris)
         acked = self.handlers.expect_ack(sid)
         task = asyncio.ensure_future(
-            session.request(
-                "subscriptions/listen", self._params({"notifications": wanted}), timeout=None, request_id=sid
+            self._send(
+                session, "subscriptions/listen", self._params({"notifications": wanted}), None, None, sid
             )
         )
         try:
@@ -719,6 +749,15 @@ class Subscription:
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
+
+
+def _transport_name(target: _Target, session: Engine[Any]) -> str | None:
+    """The transport a request goes over, for tracing (``network.transport``)."""
+    if isinstance(target, _Stdio):
+        return "stdio"
+    if isinstance(target, _HTTP):
+        return "sse" if type(session.channel).__name__ == "SSEClientChannel" else "http"
+    return "memory" if isinstance(target, _Memory) else None
 
 
 def _is_channel(target: object) -> TypeGuard[Channel]:

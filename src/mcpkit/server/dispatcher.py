@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 from msgspec import UNSET
 
+from .. import telemetry as _telemetry
 from ..protocol import types as t
 from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
 from ..protocol.jsonrpc import Notification, Request, decode_raw
-from ..protocol.lifecycle import RequestScope, ServerLifecycle
+from ..protocol.lifecycle import Era, RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.requests import SERVER_METHODS, ServerRequest, decode_request
 from ..protocol.versions import ProtocolVersion
@@ -41,6 +42,7 @@ __all__ = ["ServerDispatcher"]
 Handler: TypeAlias = Callable[["ServerDispatcher", ServerRequest], Awaitable[Any]]
 
 _V2025_03_26 = ProtocolVersion.V2025_03_26
+_MODERN = Era.MODERN
 
 
 class ServerDispatcher:
@@ -109,6 +111,8 @@ class ServerDispatcher:
         """
         if request.method != "tools/call" or request.error is not None or self.server.calls_intercepted:
             return None  # (middleware hooks are coroutines: they run on the ordinary path)
+        if _telemetry.enabled:
+            return None  # traced (or not yet settled): handle() runs it inside its span
         params = request.params
         tool = self.server._tools.tools.get(params.name)
         if tool is None or not tool.runs_inline:
@@ -122,7 +126,12 @@ class ServerDispatcher:
             return None
         return self._finish(result, scope, request.method)
 
-    async def handle(self, engine: Engine[ServerRequest], request: ServerRequest) -> Any:
+    async def handle(
+        self, engine: Engine[ServerRequest], request: ServerRequest, traced: bool = False
+    ) -> Any:
+        if _telemetry.enabled and not traced:
+            # A SERVER span around this very call (traced=True), the handler inside its context.
+            return await _telemetry.serve(self.handle, engine, request)
         scope = self.admit(request)
         if self.server.middleware:
             result = await self.server.chain(request.method, _run_handler)(Context(self, request))
@@ -131,7 +140,7 @@ class ServerDispatcher:
         return self._finish(result, scope, request.method)
 
     def _finish(self, result: Any, scope: RequestScope, method: str) -> Any:
-        if scope.is_modern:
+        if scope.era is _MODERN:
             if result.result_type is UNSET:
                 result.result_type = "complete"
             result.meta = {**(result.meta or {}), SERVER_INFO: self.server.info}
