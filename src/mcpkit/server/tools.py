@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,9 +144,21 @@ def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:
     return t.CallToolResult(content=[t.TextContent(text=str(exc))], is_error=True)
 
 
+#: Set by middleware that handles tools' unexpected exceptions (``ErrorMasking``)
+#: around ``call_next``: :func:`_failed` appends each exception with the result made
+#: of it, so the middleware can tell that result from one a tool returned.
+tool_failures: ContextVar[list[tuple[Exception, t.CallToolResult]] | None] = ContextVar(
+    "mcpkit_tool_failures", default=None
+)
+
+
 def _failed(exc: Exception) -> t.CallToolResult:
     text = str(exc) or type(exc).__name__
-    return t.CallToolResult(content=[t.TextContent(text=text)], is_error=True)
+    result = t.CallToolResult(content=[t.TextContent(text=text)], is_error=True)
+    failures = tool_failures.get()
+    if failures is not None:
+        failures.append((exc, result))
+    return result
 
 
 class ToolRegistry:
