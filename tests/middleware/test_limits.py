@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
 import time as wall
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -500,3 +507,85 @@ async def test_over_stdio(era: str) -> None:
         assert text_of(await client.call_tool("hold", {})).startswith("Rate limit reached.")
         await client.call_tool("let_go", {})
         assert text_of(await held) == "released"
+
+
+# -- across two workers on Redis: `mcpkit run --workers 2 --redis` ------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tool_call(url: str, name: str) -> dict[str, Any]:
+    """A 2026-07-28 ``tools/call`` on a fresh connection; its JSON-RPC result."""
+    answer = modern_post(url, "tools/call", {"name": name, "arguments": {}})
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+@contextlib.contextmanager
+def two_workers_on_redis() -> Iterator[str]:
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except redis.RedisError as exc:
+        pytest.fail(f"no Redis at {REDIS_URL} ({exc}): run `make redis` or set MCPKIT_TEST_REDIS_URL")
+    prefix = f"mcpkit-test-limits-{uuid.uuid4().hex[:12]}"
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("MCPKIT_REDIS_URL", "MCPKIT_STATE_SECRET")}
+    env["MCPKIT_REDIS_PREFIX"] = prefix
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "mcpkit", "run", str(SERVER_FILE), "--transport", "http"]
+    command += ["--port", str(port), "--workers", "2", "--redis", REDIS_URL]
+    # A file, not a pipe: a chatty server can never block on it (closed below).
+    log = tempfile.TemporaryFile()  # noqa: SIM115
+    proc = subprocess.Popen(command, env=env, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = wall.monotonic() + 30
+        pids: set[str] = set()
+        with ThreadPoolExecutor(8) as pool:
+            while len(pids) < 2:  # both workers answer (fresh connections are spread over them)
+                assert proc.poll() is None, log.seek(0) or log.read().decode(errors="replace")
+                assert wall.monotonic() < deadline, f"two workers did not answer within 30 s ({pids})"
+                with contextlib.suppress(httpx.HTTPError, AssertionError, KeyError, ValueError):
+                    pids.update(pool.map(lambda _: tool_call(url, "pid")["content"][0]["text"], range(16)))
+                    continue
+                wall.sleep(0.1)  # not up yet: poll again
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        client = redis.Redis.from_url(REDIS_URL)
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        if keys:
+            client.delete(*keys)
+
+
+@pytest.mark.timeout(120)
+def test_exact_under_concurrency_across_two_workers_on_redis() -> None:
+    with two_workers_on_redis() as url, ThreadPoolExecutor(20) as pool:
+        for name in ("limited", "quota"):  # the RateLimit middleware, and the per-tool option
+            results = list(pool.map(lambda _, name=name: tool_call(url, name), range(100)))
+            served = [r for r in results if not r.get("isError")]
+            assert len(served) == 10, (name, len(served))
+            refused = [r for r in results if r.get("isError")]
+            for r in refused:  # (the window began at the first success: some seconds ago by now)
+                waits = r["_meta"][RETRY_META]
+                assert 30 < waits <= 60
+                text = f"Rate limit reached. Please retry in {math.ceil(waits)} seconds."
+                assert r["content"][0]["text"] == text
+        prompts = [
+            modern_post(url, "prompts/get", {"name": "greet", "arguments": {"name": "x"}}) for _ in range(3)
+        ]
+        assert [p.status_code for p in prompts] == [200, 200, 429]
+        assert prompts[2].headers["retry-after"] == "60"
