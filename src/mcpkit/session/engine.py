@@ -46,6 +46,7 @@ logger = logging.getLogger("mcpkit.session")
 DEFAULT_MAX_IN_FLIGHT = 512
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
+_BLANKS = frozenset((b" ", b"\t", b"\r", b"\n"))
 _CANCELLED = "notifications/cancelled"
 _PROGRESS = "notifications/progress"
 
@@ -227,8 +228,12 @@ class Engine(Generic[Req]):
                 _id_in_head(line.head), INVALID_REQUEST, "Invalid Request: message exceeds the maximum size"
             )
             return
+        # Only an array can be a batch: the dispatcher is asked only then.
+        first = line[:1]
+        if first in _BLANKS:
+            first = line.lstrip()[:1]
         try:
-            message = jsonrpc.decode_message(line, allow_batch=self._batches_allowed())
+            message = jsonrpc.decode_message(line, allow_batch=first == b"[" and self._batches_allowed())
         except ProtocolError as exc:
             self._send_error(exc.request_id, exc.code, exc.message)
             return
