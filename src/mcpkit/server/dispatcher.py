@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 from msgspec import UNSET
 
+from .. import telemetry as _telemetry
 from ..protocol import types as t
 from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
@@ -110,6 +111,8 @@ class ServerDispatcher:
         """
         if request.method != "tools/call" or request.error is not None or self.server.calls_intercepted:
             return None  # (middleware hooks are coroutines: they run on the ordinary path)
+        if _telemetry.enabled:
+            return None  # traced (or not yet settled): handle() runs it inside its span
         params = request.params
         tool = self.server._tools.tools.get(params.name)
         if tool is None or not tool.runs_inline:
@@ -123,7 +126,12 @@ class ServerDispatcher:
             return None
         return self._finish(result, scope, request.method)
 
-    async def handle(self, engine: Engine[ServerRequest], request: ServerRequest) -> Any:
+    async def handle(
+        self, engine: Engine[ServerRequest], request: ServerRequest, traced: bool = False
+    ) -> Any:
+        if _telemetry.enabled and not traced:
+            # A SERVER span around this very call (traced=True), the handler inside its context.
+            return await _telemetry.serve(self.handle, engine, request)
         scope = self.admit(request)
         if self.server.middleware:
             result = await self.server.chain(request.method, _run_handler)(Context(self, request))
