@@ -13,15 +13,18 @@ belong to one trace, over every transport.
 ``opentelemetry-api`` is optional (``pip install 'mcpkit[otel]'``). Whether requests are traced is
 settled once, at the first request of the process: on when the API is importable and a tracer or
 meter provider has been set (``opentelemetry.trace.set_tracer_provider``, or an auto-instrumentation
-agent); otherwise off, and a request then pays one check of :data:`enabled`. :func:`configure`
-turns it on with explicit providers, :func:`disable` turns it off, and :func:`refresh` settles it
-again at the next request (after a provider was set late).
+agent), or when the process was handed a trace context in ``TRACEPARENT`` (``TRACESTATE``,
+``BAGGAGE``: the environment-variable carrier), which requests then carry on; otherwise off, and
+a request then pays one check of :data:`enabled`. :func:`configure` turns it on with explicit
+providers, :func:`disable` turns it off, and :func:`refresh` settles it again at the next request
+(after a provider was set late).
 
 This module imports nothing from OpenTelemetry itself; ``_otel`` does, once tracing is on.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +49,9 @@ def _settle() -> None:
         from . import _otel
     except ImportError:
         return
-    if _otel.configured():
+    # A process handed a trace context in TRACEPARENT (the CLI, run by a traced parent) passes it
+    # on even without an SDK: the API's no-op spans carry the parent's context.
+    if _otel.configured() or os.environ.get("TRACEPARENT"):
         _otel.setup(None, None)
         enabled = True
 
