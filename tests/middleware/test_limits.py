@@ -589,3 +589,66 @@ def test_exact_under_concurrency_across_two_workers_on_redis() -> None:
         ]
         assert [p.status_code for p in prompts] == [200, 200, 429]
         assert prompts[2].headers["retry-after"] == "60"
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_timeout_concurrency_and_options_over_http(era: str) -> None:
+    limits = (Timeout(0.1, per_tool={"wait_for_gate": 3600}), ConcurrencyLimit(1, per="tool", mode="reject"))
+    server, cancelled = hanging_server(*limits)
+    gate = asyncio.Event()
+    started = asyncio.Event()
+
+    @server.tool(rate_limit="1/minute")
+    async def wait_for_gate() -> str:
+        """Runs until the gate opens (once a minute, one at a time)."""
+        started.set()
+        await gate.wait()
+        return "through"
+
+    async with serve_http(server) as url, Client(url, protocol=era) as client:
+        assert text_of(await client.call_tool("hang", {})) == "Tool hang timed out after 0.1 s"
+        assert text_of(await client.call_tool("option", {})) == "Tool option timed out after 0.1 s"
+        with pytest.raises(MCPError) as error:
+            await client.read_resource("data://slow")
+        assert error.value.code == INTERNAL_ERROR
+        await eventually(lambda: sorted(cancelled) == ["hang", "option", "resource"])
+        running = asyncio.create_task(client.call_tool("wait_for_gate", {}))
+        await started.wait()
+        assert_rate_limited(await client.call_tool("wait_for_gate", {}), 1)  # ConcurrencyLimit: one at a time
+        gate.set()
+        assert text_of(await running) == "through"
+        assert_rate_limited(await client.call_tool("wait_for_gate", {}), 60)  # its rate_limit= option
+
+
+async def post_until_cancelled(url: str, n: int) -> None:
+    """A modern tools/call whose connection closes when this task is cancelled."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "work", "arguments": {"n": n}, "_meta": meta}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MODERN}
+    async with httpx.AsyncClient(timeout=None) as http:
+        await http.post(url, json=body, headers={**headers, "Mcp-Method": "tools/call", "Mcp-Name": "work"})
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_queue_mode_over_http_a_closed_request_leaves_the_queue(era: str) -> None:
+    time = FakeTime()
+    limit = RateLimit("1/minute", mode="queue", max_wait=600, clock=time, sleep=time.sleep)
+    async with serve_http(make_server(limit)) as url, Client(url, protocol=era) as client:
+        assert text_of(await client.call_tool("work", {"n": 0})) == "done 0"
+        # legacy: the client sends notifications/cancelled; modern: the request's connection closes.
+        first: asyncio.Task[Any] = asyncio.create_task(
+            client.call_tool("work", {"n": 1}) if era == "legacy" else post_until_cancelled(url, 1)
+        )
+        await eventually(lambda: limit.limiter.waiting() == 1)
+        second = asyncio.create_task(client.call_tool("work", {"n": 2}))
+        await eventually(lambda: limit.limiter.waiting() == 2)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        await eventually(lambda: limit.limiter.waiting() == 1)
+        time.advance(60)  # the second has moved up into the first's turn
+        assert text_of(await second) == "done 2"
