@@ -209,3 +209,19 @@ async def test_a_traceparent_sent_by_hand_is_the_parent(traced: Traced) -> None:
     assert f"{server_span.context.trace_id:032x}" == trace_id
     assert f"{server_span.parent.span_id:016x}" == parent_id
     assert server_span.parent.is_remote
+
+
+async def test_legacy_sessions_record_their_duration(traced: Traced) -> None:
+    server = make_server(traced)
+    async with serve_http(server) as url:
+        async with Client(url, protocol="legacy") as client:
+            await client.list_tools()
+        async with Client(url, protocol="modern") as client:  # no session: nothing recorded
+            await client.list_tools()
+        async with Client(server, protocol="legacy") as client:
+            await client.list_tools()
+    for metric in ("mcp.client.session.duration", "mcp.server.session.duration"):
+        points = traced.points(metric)
+        assert sum(p["count"] for p in points) == 2, points
+        assert all(p["attributes"]["mcp.protocol.version"] == "2025-11-25" for p in points)
+        assert any(p["attributes"].get("network.transport") == "tcp" for p in points)

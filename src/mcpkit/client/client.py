@@ -513,13 +513,21 @@ class Client:
             raise RuntimeError("client is not connected")
         for _ in range(self.max_input_rounds + 1):
             try:
-                raw = await self._send(
-                    session,
-                    method,
-                    self._params(params),
-                    timeout if timeout is not None else self.timeout,
-                    on_progress,
-                )
+                if _telemetry.enabled:  # (checked here too: the untraced path makes no extra call)
+                    raw = await self._send(
+                        session,
+                        method,
+                        self._params(params),
+                        timeout if timeout is not None else self.timeout,
+                        on_progress,
+                    )
+                else:
+                    raw = await session.request(
+                        method,
+                        self._params(params),
+                        timeout=timeout if timeout is not None else self.timeout,
+                        on_progress=on_progress,
+                    )
             except MCPError as exc:
                 if not self._adopt_supported_version(exc):
                     raise

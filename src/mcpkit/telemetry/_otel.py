@@ -72,6 +72,12 @@ class _Instruments:
             "mcp.client.operation.duration",
             "MCP request duration as observed on the sender, from sending until the response arrives.",
         )
+        self.server_session = _histogram(
+            meter, "mcp.server.session.duration", "The duration of the MCP session as observed on the server."
+        )
+        self.client_session = _histogram(
+            meter, "mcp.client.session.duration", "The duration of the MCP session as observed on the client."
+        )
 
 
 def _histogram(meter: metrics.Meter, name: str, description: str) -> metrics.Histogram:
@@ -218,6 +224,8 @@ async def serve(
         result = await handle(engine, request, traced=True)
         if method == "tools/call" and _is_tool_error(result):
             _failed(span, attributes, "tool_error", None)
+        elif method == "initialize":
+            _session_ends(engine, instruments.server_session, start, attributes, request.scope)
         return result
     except MCPError as exc:
         _rpc_error(span, attributes, exc)
@@ -239,6 +247,25 @@ async def serve(
             span.set_attribute("mcp.protocol.version", scope.version.value)
         span.end()
         instruments.server_duration.record(time.perf_counter() - start, _metric(attributes))
+
+
+def _session_ends(
+    engine: Engine[Any], histogram: metrics.Histogram, start: float, attributes: dict[str, Any], scope: Any
+) -> None:
+    """Record the session's duration when its connection closes: a legacy session, from the
+    ``initialize`` that opened it (the modern era has no sessions)."""
+    facts: dict[str, Any] = {
+        key: attributes[key]
+        for key in ("mcp.protocol.version", "network.transport", "network.protocol.name")
+        if key in attributes
+    }
+    if scope is not None:
+        facts["mcp.protocol.version"] = scope.version.value
+
+    def ended() -> None:
+        histogram.record(time.perf_counter() - start, facts)
+
+    engine.on_close.append(ended)
 
 
 # -- the client ------------------------------------------------------------------
@@ -319,6 +346,8 @@ async def request(
                 failed = False
             if failed:
                 _failed(span, attributes, "tool_error", None)
+        elif method == "initialize":
+            _session_ends(session, instruments.client_session, start, attributes, None)
         return raw
     except MCPError as exc:
         _rpc_error(span, attributes, exc)
