@@ -166,9 +166,12 @@ def serve() -> None:
     fast (``SyncRunner``), which under valgrind's ~50x slowdown happens late or
     never: pinning gives the steady state of a native run, deterministically.
     """
+    sys.path.insert(0, str(ROOT / "bench" / "servers"))
+    from mcpkit_mw import VARIANT, middleware_for  # MCPKIT_BENCH_VARIANT: middleware_bench's configurations
+
     from mcpkit import MCPServer
 
-    server = MCPServer("echo")
+    server = MCPServer("echo", middleware=middleware_for(VARIANT))
 
     @server.tool(threaded=False)
     def echo(text: str) -> str:

@@ -3,6 +3,7 @@ hiding components, notifications; the same in both eras and over every transport
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import textwrap
@@ -327,3 +328,40 @@ async def test_middleware_that_does_not_hook_calls_keeps_the_inline_fast_path() 
     assert server._tools.tools["echo"].runs_inline and lists.lists == 1
     assert make_server(Recorder("r", [])).calls_intercepted
     assert make_server(AdminsOnly()).calls_intercepted
+
+
+class InlineCounter(Middleware):
+    runs_inline = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> Any:
+        self.calls += 1
+        return await call_next(ctx)
+
+
+class TaskCounter(InlineCounter):
+    runs_inline = False
+
+
+@pytest.mark.parametrize("inline", [True, False])
+async def test_middleware_that_runs_inline_keeps_quick_sync_tools_off_tasks(inline: bool) -> None:
+    counter = InlineCounter() if inline else TaskCounter()
+    server = MCPServer("inline", middleware=[counter])
+    where: list[str] = []
+
+    @server.tool(threaded=False)
+    def here() -> str:
+        """Reports which task it runs in."""
+        task = asyncio.current_task()
+        where.append(task.get_coro().__qualname__ if task is not None else "none")  # type: ignore[union-attr]
+        return "ok"
+
+    assert server.calls_inline is inline
+    async with Client(server, protocol="legacy") as client:
+        for _ in range(3):
+            assert text_of(await client.call_tool("here", {})) == "ok"
+    assert counter.calls == 3
+    # Inline: on the read path (an in-memory engine reads in its run() task); else a task per call.
+    assert set(where) == ({"Engine.run"} if inline else {"Engine._run_request"})

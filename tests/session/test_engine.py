@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -50,8 +51,11 @@ class TestDispatcher:
 
     __test__ = False  # not a test class, despite the name
 
-    def __init__(self, handlers: dict[str, Handler] | None = None, *, batches: bool = False) -> None:
+    def __init__(
+        self, handlers: dict[str, Handler] | None = None, *, batches: bool = False, eager: bool = False
+    ) -> None:
         self.handlers: dict[str, Handler] = {"ping": _pong, **(handlers or {})}
+        self.eager_start = eager
         self.notifications: list[tuple[str, Any]] = []
         self.noted = asyncio.Event()
         self.batches = batches
@@ -62,6 +66,9 @@ class TestDispatcher:
 
     def answer_now(self, request: Request) -> Any:
         return None
+
+    def eager(self, request: Request) -> bool:
+        return self.eager_start
 
     async def handle(self, engine: Engine[Any], request: Request) -> Any:
         handler = self.handlers.get(request.method)
@@ -680,3 +687,66 @@ async def test_batches_only_when_the_dispatcher_allows_them(allowed: bool) -> No
             assert answer == [{"jsonrpc": "2.0", "id": i, "result": {}} for i in (1, 2)]
         else:
             assert answer["error"]["code"] == INVALID_REQUEST
+
+
+# -- eager starts: handled on the read path, a task only when the handler waits ----------
+
+
+_seen: contextvars.ContextVar[str] = contextvars.ContextVar("seen", default="")
+
+
+async def test_an_eager_handler_that_never_waits_is_answered_without_a_task() -> None:
+    tasks: list[asyncio.Task[Any] | None] = []
+
+    async def quick(session: Engine, request: Request, params: dict[str, Any]) -> Any:
+        tasks.append(asyncio.current_task())
+        _seen.set("leaked?")
+        return {"quick": True}
+
+    async with wired(TestDispatcher({"quick": quick}, eager=True)) as (engine, wire):
+        wire.request(1, "quick")
+        assert await wire.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"quick": True}}
+        # Run on the read path: no task of its own (a pull-mode engine reads in its run() task).
+        (current,) = tasks
+        assert current is None or current.get_coro().__qualname__ == "Engine.run"  # type: ignore[union-attr]
+        assert _seen.get() == ""  # in a context of its own, as a task would have been
+        assert not engine.in_flight(1)
+
+
+async def test_an_eager_handler_that_waits_is_finished_in_a_task() -> None:
+    gate = Gate({"waited": True})
+    async with wired(TestDispatcher({"slow": gate}, eager=True)) as (engine, wire):
+        wire.request(2, "slow")
+        await until(gate.started)
+        assert engine.in_flight(2)
+        await wire.ping()  # the engine goes on reading while it waits
+        gate.release.set()
+        assert await wire.recv() == {"jsonrpc": "2.0", "id": 2, "result": {"waited": True}}
+
+
+async def test_an_eager_handler_that_waits_can_be_cancelled() -> None:
+    gate = Gate()
+    async with wired(TestDispatcher({"slow": gate}, eager=True)) as (engine, wire):
+        wire.request(3, "slow")
+        await until(gate.started)
+        wire.notify("notifications/cancelled", {"requestId": 3})
+        await until(gate.cancelled)
+        await wire.ping()  # nothing was answered for 3
+        assert not engine.in_flight(3)
+
+
+async def test_an_eager_handler_survives_a_bare_yield_and_errors_are_answered() -> None:
+    async def yields(session: Engine, request: Request, params: dict[str, Any]) -> Any:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return {"after": "yield"}
+
+    async def fails(session: Engine, request: Request, params: dict[str, Any]) -> Any:
+        raise MCPError(-32050, "refused early")
+
+    handlers: dict[str, Handler] = {"yields": yields, "fails": fails}
+    async with wired(TestDispatcher(handlers, eager=True)) as (_, wire):
+        wire.request(4, "yields")
+        assert await wire.recv() == {"jsonrpc": "2.0", "id": 4, "result": {"after": "yield"}}
+        wire.request(5, "fails")
+        assert (await wire.recv())["error"] == {"code": -32050, "message": "refused early"}

@@ -98,6 +98,10 @@ class ClientHandlers:
         """Dispatcher protocol: always None, so every server request goes to :meth:`handle`."""
         return None
 
+    def eager(self, request: Request) -> bool:
+        """Never: a server's request to the client runs the application's callbacks, in a task."""
+        return False
+
     async def handle(self, engine: Engine[Request], request: Request) -> Any:
         """Dispatcher protocol: answer a server-to-client request, ``ping`` with ``{}``, the rest
         through :meth:`answer` (an :class:`MCPError` ``METHOD_NOT_FOUND`` when no handler fits)."""

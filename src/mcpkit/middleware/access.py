@@ -76,6 +76,8 @@ class AccessLog(Middleware):
     documentation for the fields.
     """
 
+    runs_inline = True  # no current task needed: calls of quick sync tools stay on the read path
+
     def __init__(
         self,
         logger: logging.Logger | str | None = None,

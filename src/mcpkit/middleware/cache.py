@@ -52,6 +52,8 @@ class ResponseCache(Middleware):
     not be cached, or only with a short ``ttl``.
     """
 
+    runs_inline = True  # no current task needed: calls of quick sync tools stay on the read path
+
     def __init__(
         self,
         ttl: float = 60.0,

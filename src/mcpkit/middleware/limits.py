@@ -138,6 +138,9 @@ class RateLimit(Middleware):
             clock=clock,
             sleep=sleep,
         )
+        # Refusing in memory never waits: quick sync tools behind it stay on the read path.
+        # Queueing and Redis wait (with asyncio.timeout), which needs a task of its own.
+        self.runs_inline = mode == "reject" and not self.limiter.shared
 
     def __repr__(self) -> str:
         return f"RateLimit({self.limiter!r})"

@@ -68,6 +68,8 @@ class ErrorMasking(Middleware):
     module documentation for what is and is not masked.
     """
 
+    runs_inline = True  # no current task needed: calls of quick sync tools stay on the read path
+
     def __init__(
         self,
         message: str = "Internal error",

@@ -56,6 +56,8 @@ class ResponseSizeLimit(Middleware):
     with ``data`` ``{"size": N, "limit": LIMIT}``.
     """
 
+    runs_inline = True  # no current task needed: calls of quick sync tools stay on the read path
+
     def __init__(self, max_bytes: int = 1_000_000, *, tools: Mapping[str, int | None] | None = None) -> None:
         for name, limit in {"": max_bytes, **(tools or {})}.items():
             if limit is not None and (not isinstance(limit, int) or limit < 0):

@@ -22,7 +22,7 @@ from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .context import Context
 from .dispatcher import ServerDispatcher
 from .limiting import Limiter, Rate
-from .middleware import CallNext, Middleware, compose, hides_anything, intercepts
+from .middleware import CallNext, Middleware, compose, hides_anything, intercepts, runs_inline
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
@@ -118,6 +118,9 @@ class MCPServer:
         self.hides = False
         #: Whether some middleware hooks tool calls (then no call is answered inline).
         self.calls_intercepted = False
+        #: Whether every middleware that hooks tool calls can start outside a task
+        #: (``Middleware.runs_inline``): quick sync tools are then still called on the read path.
+        self.calls_inline = True
         self._chains: dict[str, CallNext] = {}
         for each in middleware:
             self.add_middleware(each)
@@ -133,6 +136,7 @@ class MCPServer:
         self.middleware.append(middleware)
         self.hides = hides_anything(self.middleware)
         self.calls_intercepted = self.hides or intercepts(self.middleware, "tools/call")
+        self.calls_inline = runs_inline(self.middleware, "tools/call")
         self._chains.clear()
 
     def chain(self, method: str, handler: CallNext) -> CallNext:

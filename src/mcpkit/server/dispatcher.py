@@ -126,6 +126,18 @@ class ServerDispatcher:
             return None
         return self._finish(result, scope, request.method)
 
+    def eager(self, request: ServerRequest) -> bool:
+        """A ``tools/call`` of a sync tool through middleware that can run outside a task.
+
+        The tool is then called on the read path when it is quick (a task is
+        made only if something waits: a tool still in its worker thread, a
+        queueing limit): what a plain server gets from :meth:`answer_now`.
+        """
+        if request.method != "tools/call" or not self.server.calls_inline or _telemetry.enabled:
+            return False
+        tool = self.server._tools.tools.get(request.params.name) if request.error is None else None
+        return tool is not None and tool.runner is not None and tool.guard is None
+
     async def handle(
         self, engine: Engine[ServerRequest], request: ServerRequest, traced: bool = False
     ) -> Any:

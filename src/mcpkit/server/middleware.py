@@ -60,6 +60,12 @@ METHOD_HOOKS: dict[str, str] = {
 class Middleware:
     """Base class: every hook passes through until overridden.
 
+    Set :attr:`runs_inline` (class or instance) when the hooks never need a
+    current asyncio task before their first ``await`` of something that waits
+    (no ``asyncio.timeout()``, no ``asyncio.current_task()``): calls of quick
+    sync tools through them are then started on the read path, with no task
+    unless something has to wait, as on a server without middleware.
+
     ::
 
         class Timing(Middleware):
@@ -72,6 +78,9 @@ class Middleware:
 
         server = MCPServer("demo", middleware=[Timing()])
     """
+
+    #: Whether this middleware's hooks may start outside an asyncio task (see the class docs).
+    runs_inline: bool = False
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
         """Every request (the operation's own hook runs inside this one)."""
@@ -185,6 +194,16 @@ def intercepts(middlewares: Sequence[Middleware], method: str) -> bool:
     """Whether any of ``middlewares`` has a hook that ``method``'s requests pass through."""
     op = METHOD_HOOKS.get(method)
     return any(_overrides(m, "on_request") or (op is not None and _overrides(m, op)) for m in middlewares)
+
+
+def runs_inline(middlewares: Sequence[Middleware], method: str) -> bool:
+    """Whether every one of ``middlewares`` on ``method``'s path may start outside a task."""
+    op = METHOD_HOOKS.get(method)
+    return all(
+        m.runs_inline
+        for m in middlewares
+        if _overrides(m, "on_request") or (op is not None and _overrides(m, op)) or _overrides(m, "hides")
+    )
 
 
 def hides_anything(middlewares: Sequence[Middleware]) -> bool:

@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
@@ -38,6 +38,7 @@ from ..protocol.errors import (
 from ..protocol.framing import Oversized
 from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from .channel import Channel, PushChannel, RequestId, pushes
+from .eager import Started, start
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "Inbound", "ProgressCallback", "SessionClosed"]
 
@@ -95,6 +96,15 @@ class Dispatcher(Protocol[Req]):
         costs two extra turns of the event loop. Never raises.
         """
 
+    def eager(self, request: Req) -> bool:
+        """Whether :meth:`handle` may be started on the read path, outside a task.
+
+        True only when its first steps need no current task (no
+        ``asyncio.timeout()``, no ``asyncio.current_task()``): the engine then
+        runs it at once and makes a task only if it has to wait (see
+        :mod:`mcpkit.session.eager`).
+        """
+
     async def handle(self, engine: Engine[Req], request: Req) -> Any:
         """The result (any encodable value), or raise :class:`MCPError`."""
 
@@ -126,6 +136,7 @@ class Engine(Generic[Req]):
         # Bound once: these run for every inbound request.
         self._decode = dispatcher.decode
         self._answer_now = dispatcher.answer_now
+        self._eager = dispatcher.eager
         self._batches_allowed = dispatcher.batches_allowed
         #: The channel's push side, if it has one (checked once, here).
         self._push: PushChannel | None = channel if pushes(channel) else None  # type: ignore[assignment]
@@ -263,7 +274,19 @@ class Engine(Generic[Req]):
         if result is not None:
             self.channel.respond(rid, jsonrpc.encode_result(rid, result))
             return
-        self._in_flight[rid] = asyncio.create_task(self._run_request(request))
+        if self.handler_timeout is None and self._eager(request):
+            done, outcome = start(self._answer(request))
+            if done:
+                if outcome is not None:
+                    self.channel.respond(rid, *outcome)  # type: ignore[misc]
+                return
+            started: Started[tuple[bytes, MCPError | None] | None] = outcome  # type: ignore[assignment]
+            task = asyncio.get_running_loop().create_task(
+                self._run_request(request, started.rest()), context=started.context
+            )
+        else:
+            task = asyncio.create_task(self._run_request(request))
+        self._in_flight[rid] = task
         if len(self._in_flight) >= self.max_in_flight:
             self._room.clear()
 
@@ -294,9 +317,11 @@ class Engine(Generic[Req]):
         """Whether one of our outbound requests with this id still awaits its answer."""
         return request_id in self._pending
 
-    async def _run_request(self, request: Req) -> None:
+    async def _run_request(
+        self, request: Req, answering: Coroutine[Any, Any, tuple[bytes, MCPError | None] | None] | None = None
+    ) -> None:
         try:
-            answer = await self._answer(request)
+            answer = await (answering if answering is not None else self._answer(request))
             if answer is not None:
                 self.channel.respond(request.id, answer[0], answer[1])
                 await self.channel.drain()
