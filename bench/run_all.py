@@ -9,6 +9,8 @@ Phases (each interleaves its peers in shuffled order within every repetition and
 5. ``client``  - ``client_bench.py``: mcpkit ``Client`` -> mcpkit vs ``mcp.Client`` -> official;
 6. ``scale``   - ``scale_bench.py``: ``mcpkit run --workers N --redis URL`` at 1, 2, 4 workers (mcpkit only,
    modern stateless and legacy session requests; needs Redis, else starts a private ``redis-server``).
+7. ``middleware`` - ``middleware_bench.py``: mcpkit's stdio server plain, through a pass-through hook,
+   with ``RateLimit`` + ``AccessLog``, and with tracing off and on (ratios to plain in the same run).
 
 Peers (``peers.py``): mcpkit, official (``mcp``), fastmcp (own venv, installed on first use), ts-sdk (npm,
 into ``.cache/bench-node``, installed on first use), floor-py, floor-node. Every mcpkit process in the run
@@ -44,6 +46,7 @@ from typing import Any
 import client_bench
 import growth_bench
 import http_bench
+import middleware_bench
 import scale_bench
 import startup_bench
 import stdio_bench
@@ -59,7 +62,7 @@ from common import (
 )
 from peers import ALL_PEERS, CORE_PEERS, setup_peers
 
-PHASES = ("stdio", "http", "startup", "growth", "client", "scale")
+PHASES = ("stdio", "http", "startup", "growth", "client", "scale", "middleware")
 MAIN_PACKAGES = (
     "mcp",
     "mcp-types",
@@ -119,8 +122,8 @@ class Run:
 # ---------------------------------------------------------------------------------------------- phases
 
 
-def phase_stdio(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
-    settings = stdio_bench.Settings(
+def _stdio_settings(cfg: Config) -> stdio_bench.Settings:
+    return stdio_bench.Settings(
         n=cfg.stdio_n,
         reps=cfg.stdio_reps,
         timeout_s=10.0 + 0.01 * cfg.stdio_n,
@@ -130,6 +133,10 @@ def phase_stdio(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> 
         warmup=stdio_bench.WARMUP_MIN if cfg.smoke else stdio_bench.WARMUP_CALLS,
         warmup_s=0.0 if cfg.smoke else stdio_bench.WARMUP_S,
     )
+
+
+def phase_stdio(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    settings = _stdio_settings(cfg)
     specs = stdio_bench.server_specs(peers, source)
     stats = asyncio.run(stdio_bench.bench(specs, settings))
     machine = [stdio_bench.config_line(settings)]
@@ -200,6 +207,13 @@ def phase_scale(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> 
     return report, scale_bench.summary(cells), scale_bench.failed(cells, scale_cfg)
 
 
+def phase_middleware(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    settings = _stdio_settings(cfg)
+    stats = asyncio.run(stdio_bench.bench(middleware_bench.specs(source), settings))
+    report = middleware_bench.render(stats, settings.n, settings.reps, [stdio_bench.config_line(settings)])
+    return report, middleware_bench.ratios(stats, settings.n), any(s.failures for s in stats.values())
+
+
 PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str, Any, bool]]] = {
     "stdio": phase_stdio,
     "http": phase_http,
@@ -207,6 +221,7 @@ PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str,
     "growth": phase_growth,
     "client": phase_client,
     "scale": phase_scale,
+    "middleware": phase_middleware,
 }
 SECTION_NAMES = {
     "stdio": stdio_bench.SECTION,
@@ -215,6 +230,7 @@ SECTION_NAMES = {
     "growth": growth_bench.SECTION,
     "client": client_bench.SECTION,
     "scale": scale_bench.SECTION,
+    "middleware": middleware_bench.SECTION,
 }
 
 
@@ -384,6 +400,23 @@ def targets(run: Run) -> list[Target]:
             "calls/s",
         )
     )
+    middleware = data("middleware") or {}
+    plain = middleware.get("plain", {})
+    for variant, least, label in middleware_bench.TARGETS:
+        row = middleware.get(variant, {})
+        r = row.get("pipe_ratio")
+        out.append(
+            Target(
+                f"stdio pipelined: {label}",
+                row.get("pipe"),
+                "plain req/s",
+                plain.get("pipe"),
+                r,
+                f"{variant} ÷ plain ≥ {least:g}",
+                at_least(r, least),
+                "req/s",
+            )
+        )
     return out
 
 
