@@ -50,19 +50,26 @@ import asyncio
 import logging
 import os
 import sys
-import time
+from time import gmtime, perf_counter, strftime
+from time import time as wall_clock
 from typing import IO, Any
 
 import msgspec
 
-from ..protocol import types as t
 from ..protocol.errors import INTERNAL_ERROR, MCPError
+from ..protocol.lifecycle import Era
+from ..protocol.types import CallToolResult, InputRequiredResult
 from ..server.context import Context
 from ..server.middleware import CallNext, Middleware
 
 __all__ = ["AccessLog"]
 
 _encode = msgspec.json.Encoder().encode
+_MODERN = Era.MODERN
+#: The end of a ``time`` field for each millisecond (``".000Z"`` ... ``".999Z"``): the
+#: per-request part of the timestamp is one tuple index, not a format.
+_MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
+_ARGUMENTS_OF = frozenset({"tools/call", "prompts/get"})
 
 
 class AccessLog(Middleware):
@@ -90,13 +97,16 @@ class AccessLog(Middleware):
             raise ValueError("AccessLog takes a logger or a file, not both")
         self.include_arguments = include_arguments
         self.level = level
+        #: A file this log opened: unbuffered bytes in append mode, so each line is one
+        #: ``write(2)`` of the encoded bytes (no text layer, no separate flush), and lines
+        #: from several processes appending to one file never interleave.
+        self._raw: IO[bytes] | None = None
+        #: A text stream passed in (written as text, then flushed).
         self._stream: IO[str] | None = None
-        self._owned = False
         self._logger: logging.Logger | None = None
         if file is not None:
             if isinstance(file, str | os.PathLike):
-                self._stream = open(file, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
-                self._owned = True
+                self._raw = open(file, "ab", buffering=0)  # noqa: SIM115
             else:
                 self._stream = file
         else:
@@ -106,13 +116,14 @@ class AccessLog(Middleware):
             if self._logger.level == logging.NOTSET:
                 self._logger.setLevel(level)
         self._checked_handlers = False
+        # The ``time`` field up to the seconds ("2026-07-28T09:15:02"), formatted once a second.
         self._second = -1
         self._stamp = ""
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
         """Time the request and write its line, whatever its outcome."""
-        wall = time.time()
-        started = time.perf_counter()
+        wall = wall_clock()
+        started = perf_counter()
         outcome = "ok"
         code: int | None = None
         try:
@@ -127,51 +138,71 @@ class AccessLog(Middleware):
             outcome, code = "error", INTERNAL_ERROR
             raise
         else:
-            if isinstance(result, t.CallToolResult):
+            if isinstance(result, CallToolResult):
                 if result.is_error:
                     outcome = "tool_error"
-            elif isinstance(result, t.InputRequiredResult):
+            elif isinstance(result, InputRequiredResult):
                 outcome = "input_required"
             return result
         finally:
-            self._write(ctx, wall, (time.perf_counter() - started) * 1000.0, outcome, code)
+            self._write(ctx, wall, started, outcome, code)
 
     # -- the line ---------------------------------------------------------------
 
-    def _write(self, ctx: Context, wall: float, duration_ms: float, outcome: str, code: int | None) -> None:
+    def _write(self, ctx: Context, wall: float, started: float, outcome: str, code: int | None) -> None:
+        # Written for its cost (it runs on every request): the request's facts are read
+        # from the request and its scope directly rather than through ``Context``'s
+        # properties, the line is one encode of one dict, and the timestamp is a cached
+        # seconds prefix plus a precomputed millisecond suffix.
         logger = self._logger
         if logger is not None and not logger.isEnabledFor(self.level):
             return
+        # Microseconds rounded as an int, then scaled: the same value as
+        # ``round(ms, 3)`` without the decimal rounding that ``round(x, 3)`` does.
+        duration_ms = round((perf_counter() - started) * 1e6) / 1000.0
+        second = int(wall)
+        if second != self._second:
+            self._second = second
+            self._stamp = strftime("%Y-%m-%dT%H:%M:%S", gmtime(second))
         request = ctx.request
+        scope = request.scope
+        assert scope is not None  # a Context is made for an admitted request
         principal = request.principal
-        info = ctx.client_info
+        info = scope.client_info
         name = info.get("name") if isinstance(info, dict) else None
         record: dict[str, Any] = {
-            "time": self._time(wall),
+            "time": self._stamp + _MILLIS[int((wall - second) * 1000)],
             "id": request.id,
             "method": request.method,
             "target": request.target,
             "principal": principal.subject if principal is not None else None,
             "client": ctx.client_id,
             "client_name": name if isinstance(name, str) else None,
-            "era": "modern" if ctx.is_modern else "legacy",
-            "protocol_version": ctx.protocol_version,
+            "era": "modern" if scope.era is _MODERN else "legacy",
+            "protocol_version": str(scope.version),  # a StrEnum: its text, as a plain str
             "transport": request.transport or None,
-            "duration_ms": round(duration_ms, 3),
+            "duration_ms": duration_ms,
             "outcome": outcome,
             "error_code": code,
         }
-        if self.include_arguments and request.method in ("tools/call", "prompts/get"):
+        if self.include_arguments and request.method in _ARGUMENTS_OF:
             record["arguments"] = request.arguments
         try:
-            line = _encode(record).decode()
+            line = _encode(record)
         except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
             record["arguments"] = repr(record.get("arguments"))
-            line = _encode(record).decode()
+            line = _encode(record)
+        raw = self._raw
+        if raw is not None:
+            data = line + b"\n"
+            written = raw.write(data)
+            if written != len(data):  # a short write (a pipe, a signal): the rest, buffered
+                self._write_rest(raw, data, written or 0)
+            return
         if logger is None:
             stream = self._stream
             assert stream is not None
-            stream.write(line + "\n")
+            stream.write(line.decode() + "\n")
             stream.flush()
             return
         if not self._checked_handlers:
@@ -180,18 +211,17 @@ class AccessLog(Middleware):
                 handler = logging.StreamHandler(sys.stderr)
                 handler.setFormatter(logging.Formatter("%(message)s"))
                 logger.addHandler(handler)
-        logger.log(self.level, line, extra={"access": record})
+        logger.log(self.level, line.decode(), extra={"access": record})
 
-    def _time(self, wall: float) -> str:
-        """ISO 8601 UTC with milliseconds (the seconds part is formatted once a second)."""
-        second = int(wall)
-        if second != self._second:
-            self._second = second
-            self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._stamp}.{int((wall - second) * 1000):03d}Z"
+    @staticmethod
+    def _write_rest(raw: IO[bytes], data: bytes, written: int) -> None:
+        view = memoryview(data)[written:]
+        while view:
+            n = raw.write(view)
+            view = view[n or 0 :]
 
     def close(self) -> None:
         """Close the file this log opened (a stream passed in is left open)."""
-        stream = self._stream
-        if stream is not None and self._owned and not stream.closed:
-            stream.close()
+        raw = self._raw
+        if raw is not None and not raw.closed:
+            raw.close()
