@@ -154,6 +154,7 @@ PUBLIC: dict[str, list[str]] = {
         "Sample",
         "UserMessage",
     ],
+    "mcpkit.telemetry": ["configure", "disable", "enabled", "extract", "inject", "refresh"],
     "mcpkit.testing": ["MemoryChannel", "connect", "memory_channel_pair", "serve_http"],
     "mcpkit.transports.http": ["HTTPSettings", "StreamableHTTPApp"],
 }

@@ -19,6 +19,7 @@ PACKAGES = [
     "mcpkit.inspector",
     "mcpkit.middleware",
     "mcpkit.server",
+    "mcpkit.telemetry",
     "mcpkit.testing",
     "mcpkit.transports.http",
 ]

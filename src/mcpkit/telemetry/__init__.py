@@ -28,6 +28,9 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+# serve() and request() are the server's and the client's hooks, not for applications.
+__all__ = ["configure", "disable", "enabled", "extract", "inject", "refresh"]
+
 if TYPE_CHECKING:
     from ..protocol.requests import ServerRequest
     from ..session.engine import Engine
