@@ -58,7 +58,7 @@ def _key_function(per: Per) -> Callable[[Context], str | None]:
     if per == "client":
         return lambda ctx: ctx.client_id
     if per == "principal":
-        return lambda ctx: ctx.principal.key if ctx.principal is not None else ctx.client_id
+        return lambda ctx: p.key if (p := ctx.request.principal) is not None else ctx.client_id
     if per == "tool":
         return lambda ctx: ctx.request.target or ""
     raise ValueError(f"per must be 'global', 'client', 'principal', 'tool' or a function, not {per!r}")
@@ -141,24 +141,33 @@ class RateLimit(Middleware):
         # Refusing in memory never waits: quick sync tools behind it stay on the read path.
         # Queueing and Redis wait (with asyncio.timeout), which needs a task of its own.
         self.runs_inline = mode == "reject" and not self.limiter.shared
+        # Per request: the global key without calling a key function, and the in-memory
+        # grant without making a coroutine (see ``on_request``).
+        self._global = per == "global"
+        self._grant_now = self.limiter._grant_now
 
     def __repr__(self) -> str:
         return f"RateLimit({self.limiter!r})"
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
         """Take one acquisition under the request's key before serving it (or refuse it)."""
+        # Written for its cost (it runs on every request): ``_applies`` inlined, and an
+        # acquisition granted at once in memory (the usual case) taken synchronously;
+        # anything else (a queue, a refusal, Redis) goes through ``Limiter.acquire``.
         method = ctx.request.method
-        if not _applies(self.methods, method):
+        methods = self.methods
+        if (method in EXEMPT) if methods is None else (method not in methods):
             return await call_next(ctx)
-        key = self._key(ctx)
+        key = "" if self._global else self._key(ctx)
         if key is None:
             return await call_next(ctx)
-        try:
-            await self.limiter.acquire(key)
-        except RateLimitExceeded as exc:
-            if method == "tools/call":
-                return rate_limited_result(exc)
-            raise rate_limited_error(exc) from None
+        if not self._grant_now(key):
+            try:
+                await self.limiter.acquire(key)
+            except RateLimitExceeded as exc:
+                if method == "tools/call":
+                    return rate_limited_result(exc)
+                raise rate_limited_error(exc) from None
         return await call_next(ctx)
 
 

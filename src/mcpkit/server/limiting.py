@@ -444,6 +444,10 @@ class Limiter:
         self._sleep: Callable[[float], Awaitable[Any]] = sleep or asyncio.sleep
         url = (os.environ.get("MCPKIT_REDIS_URL") or None) if redis_url is None else (redis_url or None)
         self._memory = _MemoryStore(self.rate)
+        # For :meth:`_grant_now`, read on every acquisition: no attribute chains there.
+        self._keys = self._memory.keys
+        self._limit = self.rate.limit
+        self._window = self.rate.window
         self._redis = _RedisStore(url, self.rate, redis_timeout) if url else None
         prefix = redis_prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
         self._prefix = f"{prefix}:ratelimit:{self.name}:"
@@ -468,6 +472,8 @@ class Limiter:
         """
         if self._redis is not None:
             return await self._acquire_redis(key)
+        if self._grant_now(key):
+            return 0.0
         memory = self._memory
         now = self._now()
         wait, waiter = memory.take(key, now, self.max_wait)
@@ -489,6 +495,31 @@ class Limiter:
             memory.leave(key, waiter, self._now())
             raise
         return waiter.at - now  # its turn (moved up if someone ahead left the queue)
+
+    def _grant_now(self, key: str) -> bool:
+        """In memory, the common case in one synchronous step: take one acquisition under
+        ``key`` now if it is granted at once (True). False takes nothing; :meth:`acquire`
+        then decides in full (a new key, a queue, a moved clock, over the limit, or Redis).
+
+        It is :meth:`_MemoryStore.take` for a known key with nobody waiting, inlined: with
+        no waiters there is nothing to settle but forgetting records older than a window
+        (amortised O(1): each record is popped once), and ``_earliest`` is ``now`` exactly
+        when fewer than ``limit`` records remain and none is ahead of ``now``. Being
+        synchronous, :class:`~mcpkit.middleware.RateLimit` calls it without making a
+        coroutine, and nothing can interleave with the decision.
+        """
+        state = self._keys.get(key)
+        if state is None or state.waiters:
+            return False
+        now = self._now()
+        entries = state.entries
+        horizon = now - self._window
+        while entries and entries[0] <= horizon:
+            entries.popleft()
+        if len(entries) < self._limit and (not entries or entries[-1] <= now):
+            entries.append(now)
+            return True
+        return False
 
     async def _wait(self, delay: float, wake: asyncio.Event) -> None:
         """Sleep ``delay`` seconds, or less if ``wake`` is set (the turn moved)."""
