@@ -72,6 +72,29 @@ _MILLIS = tuple(f".{ms:03d}Z" for ms in range(1000))
 _ARGUMENTS_OF = frozenset({"tools/call", "prompts/get"})
 
 
+class _Line(msgspec.Struct, gc=False):
+    """One access line: its fields in the documented order (``arguments`` only when set).
+
+    A struct rather than a dict for its cost: built from positional arguments in C and
+    encoded with its field names already escaped. ``gc=False``: it holds no cycle.
+    """
+
+    time: str
+    id: Any
+    method: str
+    target: str | None
+    principal: str | None
+    client: str
+    client_name: str | None
+    era: str
+    protocol_version: str
+    transport: str | None
+    duration_ms: float
+    outcome: str
+    error_code: int | None
+    arguments: Any = msgspec.UNSET
+
+
 class AccessLog(Middleware):
     """One structured JSON line per request: who asked for what, how it ended, how long it took.
 
@@ -152,13 +175,14 @@ class AccessLog(Middleware):
     def _write(self, ctx: Context, wall: float, started: float, outcome: str, code: int | None) -> None:
         # Written for its cost (it runs on every request): the request's facts are read
         # from the request and its scope directly rather than through ``Context``'s
-        # properties, the line is one encode of one dict, and the timestamp is a cached
-        # seconds prefix plus a precomputed millisecond suffix.
+        # properties, the line is one encode of one struct made with positional arguments
+        # (about half the cost of building and encoding a dict), and the timestamp is a
+        # cached seconds prefix plus a precomputed millisecond suffix.
         logger = self._logger
         if logger is not None and not logger.isEnabledFor(self.level):
             return
-        # Microseconds rounded as an int, then scaled: the same value as
-        # ``round(ms, 3)`` without the decimal rounding that ``round(x, 3)`` does.
+        # Rounded to the microsecond as ``round(ms, 3)`` would, but as an int then scaled:
+        # ``round(x, 3)`` goes through a decimal conversion, several times the cost.
         duration_ms = round((perf_counter() - started) * 1e6) / 1000.0
         second = int(wall)
         if second != self._second:
@@ -170,27 +194,27 @@ class AccessLog(Middleware):
         principal = request.principal
         info = scope.client_info
         name = info.get("name") if isinstance(info, dict) else None
-        record: dict[str, Any] = {
-            "time": self._stamp + _MILLIS[int((wall - second) * 1000)],
-            "id": request.id,
-            "method": request.method,
-            "target": request.target,
-            "principal": principal.subject if principal is not None else None,
-            "client": ctx.client_id,
-            "client_name": name if isinstance(name, str) else None,
-            "era": "modern" if scope.era is _MODERN else "legacy",
-            "protocol_version": str(scope.version),  # a StrEnum: its text, as a plain str
-            "transport": request.transport or None,
-            "duration_ms": duration_ms,
-            "outcome": outcome,
-            "error_code": code,
-        }
+        record = _Line(
+            self._stamp + _MILLIS[int((wall - second) * 1000)],
+            request.id,
+            request.method,
+            request.target,
+            principal.subject if principal is not None else None,
+            ctx.client_id,
+            name if isinstance(name, str) else None,
+            "modern" if scope.era is _MODERN else "legacy",
+            str(scope.version),  # a StrEnum: its text, as a plain str
+            request.transport or None,
+            duration_ms,
+            outcome,
+            code,
+        )
         if self.include_arguments and request.method in _ARGUMENTS_OF:
-            record["arguments"] = request.arguments
+            record.arguments = request.arguments
         try:
             line = _encode(record)
         except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
-            record["arguments"] = repr(record.get("arguments"))
+            record.arguments = repr(record.arguments)
             line = _encode(record)
         raw = self._raw
         if raw is not None:
@@ -211,7 +235,10 @@ class AccessLog(Middleware):
                 handler = logging.StreamHandler(sys.stderr)
                 handler.setFormatter(logging.Formatter("%(message)s"))
                 logger.addHandler(handler)
-        logger.log(self.level, line.decode(), extra={"access": record})
+        fields = msgspec.structs.asdict(record)
+        if fields["arguments"] is msgspec.UNSET:
+            del fields["arguments"]
+        logger.log(self.level, line.decode(), extra={"access": fields})
 
     @staticmethod
     def _write_rest(raw: IO[bytes], data: bytes, written: int) -> None:
