@@ -23,6 +23,20 @@ __all__ = ["Context", "Elicit", "InputRequest", "ListRoots", "Sample"]
 
 _LEVEL_RANK: dict[str, int] = {name: i for i, name in enumerate(LOG_LEVELS)}
 
+#: :attr:`Context.client_id` by peer address (str) or connection ``id`` (int). The text is a
+#: function of the key alone, so an entry outliving its connection (an ``id`` reused) is
+#: still right; the cache is emptied when it grows past ``_CLIENT_IDS_MAX`` entries.
+_CLIENT_IDS: dict[int | str, str] = {}
+_CLIENT_IDS_MAX = 4096
+
+
+def _client_id(key: int | str) -> str:
+    client = f"peer:{key.rsplit(':', 1)[0]}" if isinstance(key, str) else f"connection:{key:x}"
+    if len(_CLIENT_IDS) >= _CLIENT_IDS_MAX:
+        _CLIENT_IDS.clear()
+    _CLIENT_IDS[key] = client
+    return client
+
 
 class Context:
     """What a tool, resource or prompt handler can know and do about its request.
@@ -74,12 +88,19 @@ class Context:
         """Who the client is, for per-client limits and logs: its legacy HTTP session,
         else its network address (modern HTTP), else its connection (stdio, in memory).
         Not an identity: use :attr:`principal` for who is calling."""
+        # Read on every request by AccessLog and per-client limits: the peer and connection
+        # forms are formatted once per peer / connection (see ``_CLIENT_IDS``).
         request = self.request
-        if request.session is not None:
-            return f"session:{request.session}"
-        if request.peer is not None:
-            return f"peer:{request.peer.rsplit(':', 1)[0]}"
-        return f"connection:{id(self._conn):x}"
+        session = request.session
+        if session is not None:
+            return f"session:{session}"
+        key: int | str | None = request.peer
+        if key is None:
+            key = id(self._conn)
+        client = _CLIENT_IDS.get(key)
+        if client is None:
+            client = _client_id(key)
+        return client
 
     @property
     def transport(self) -> str:
