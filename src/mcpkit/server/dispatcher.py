@@ -215,23 +215,20 @@ def _wrap_notification(middleware: Middleware, call_next: NotifyNext) -> NotifyN
     return step
 
 
-def _hidden(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, name: str) -> bool:
-    """Whether middleware hides component ``name`` from this request's caller."""
-    server = conn.server
-    if not server.hides:
-        return False
-    ctx = Context(conn, request)
-    return any(m.hides(ctx, kind, name) for m in server.middleware)
-
-
 def _visible(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind) -> Callable[[str], bool]:
-    """A filter for list results (applied before pagination, so pages stay whole)."""
+    """Whether a component is visible to this request's caller: the filter for list
+    results (applied before pagination, so pages stay whole) and for calls."""
     server = conn.server
     if not server.hides:
         return lambda name: True
     ctx = Context(conn, request)
     middleware = server.middleware
     return lambda name: not any(m.hides(ctx, kind, name) for m in middleware)
+
+
+def _hidden(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, name: str) -> bool:
+    """Whether middleware hides component ``name`` from this request's caller."""
+    return conn.server.hides and not _visible(conn, request, kind)(name)
 
 
 def _scope(request: ServerRequest) -> RequestScope:
