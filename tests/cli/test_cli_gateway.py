@@ -48,7 +48,8 @@ async def test_gateway_over_stdio_with_rules_and_audit(config: Path, tmp_path: P
         review = await client.get_prompt("mcp__ks__review", {"code": "x"})
         assert isinstance(review.messages[0].content, t.TextContent)
         templates = {tpl.uri_template for tpl in await client.list_resource_templates()}
-        assert "users://{user_id}/profile" in templates
+        # Both backends list this template: it is listed once per backend (issue 19, item 4).
+        assert "mcp://official/users://{user_id}/profile" in templates
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert [(entry["name"], entry["outcome"]) for entry in lines] == [
         ("mcp__ks__add", "allowed"),

@@ -67,7 +67,11 @@ async def test_gateway_over_stdio(tmp_path: Path, record: Path) -> None:
     ) as client:
         tools = {tool.name: tool for tool in await client.list_tools()}
         assert {"mcp__alpha__echo", "mcp__beta__echo", "mcp__alpha__add"} <= set(tools)
+        assert "mcp__alpha__drop_table" not in tools  # denied: not shown (issue 19, item 4)
+        assert "mcp__beta__drop_table" in tools
         for name, original in originals.items():  # same schemas, new names
+            if name == "drop_table":
+                continue
             assert tools[f"mcp__alpha__{name}"].input_schema == original.input_schema
             assert tools[f"mcp__alpha__{name}"].output_schema == original.output_schema
             assert tools[f"mcp__alpha__{name}"].description == original.description

@@ -154,6 +154,7 @@ class Backend:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
+        await self._end_subscription()
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -215,6 +216,7 @@ class Backend:
                 await self._list(client, set(_LIST_KINDS))
         except BaseException:
             self._client = None
+            await self._end_subscription()
             with contextlib.suppress(Exception):
                 await client.close()
             if channel is not None:  # the client may not have taken the channel over yet
@@ -245,6 +247,7 @@ class Backend:
             await asyncio.sleep(0.025)
         self.error = f"the server process exited (code {channel.inner.returncode})"
         logger.warning("server %r: %s; restarting", self.name, self.error)
+        await self._end_subscription()
         with contextlib.suppress(Exception):
             await client.close()
         self._on_change(self, frozenset({"state"}), None)
@@ -298,6 +301,20 @@ class Backend:
         except (SessionClosed, MCPError, ConnectionError, TimeoutError) as exc:
             # A refused listen must not hold up the start: lists are just not followed.
             logger.debug("server %r: listen refused: %s", self.name, exc)
+
+    async def _end_subscription(self) -> None:
+        """End the ``subscriptions/listen`` request of the current connection, if any.
+
+        The listen request is a task of the client's that runs as long as the
+        connection: when the connection closes under it (a server that exits
+        without answering it, as servers of other SDKs do at shutdown), it ends
+        with an error that must be collected here, or asyncio reports it as
+        "Task exception was never retrieved". On a live connection this also
+        tells the server the subscription ended (notifications/cancelled).
+        """
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            await subscription.close()
 
     def _notified(self, client: Client, method: str, params: Mapping[str, Any]) -> None:
         if client is not self._client:

@@ -7,8 +7,13 @@
     build_gateway(host).run()            # stdio; or .run("http", port=8000)
 
 The gateway's tools are the host's aggregated tools (``mcp__server__tool``, the
-backends' schemas verbatim); each call goes through the host's policy and audit
-log. Resources keep their URIs, prompts get ``mcp__server__prompt`` names, and
+backends' schemas verbatim) but those the policy denies: a host leaves a tool no
+call of may run out of what the model sees (``ask`` tools are listed). Each call
+goes through the host's policy and audit log; a call of a denied tool by name
+is refused (and audited) as any denied call is. Resources keep their URIs,
+except a URI or URI template several backends list, which is listed once per
+backend as ``mcp://<server>/<uri>`` (reading the bare URI then fails with a
+message naming those); prompts get ``mcp__server__prompt`` names, and
 completions are forwarded. When a backend's lists change, the gateway's change
 too, and its own clients are told.
 
@@ -30,9 +35,10 @@ from msgspec import UNSET
 
 from .._version import __version__
 from ..protocol import types as t
-from ..protocol.errors import INVALID_PARAMS, MCPError
+from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
 from ..server.app import MCPServer
 from ..server.context import Context
+from ..server.middleware import CallNext, Middleware
 from ..session.engine import ProgressCallback
 from ._proxy import UnsupportedSchema, add_prompt, add_raw_tool, add_resource, add_template
 from .backend import ServerUnavailable
@@ -82,10 +88,13 @@ class Gateway:
         self._tools_seen: dict[str, t.Tool] = {}
         self._prompts_seen: dict[str, t.Prompt] = {}
         self._resources_seen: dict[str, tuple[str, Any]] = {}  # URI or template -> (server, definition)
+        #: Exposed names of the host's tools the policy denies (not published; calls refused).
+        self._denied: frozenset[str] = frozenset()
         self._users = 0
         self._started_host = False
         host.subscribe(self._on_host_event)
         self.server.completion()(self._complete)
+        self.server.add_middleware(_Refusals(self))
         if host.running:
             self.sync()
 
@@ -121,7 +130,9 @@ class Gateway:
 
     def _sync_tools(self) -> None:
         # ``execution`` (task support) is dropped: the gateway forwards plain calls only.
-        wanted = {e.name: msgspec.structs.replace(e.definition, execution=UNSET) for e in self.host.tools}
+        visible = self.host.visible_tools
+        wanted = {e.name: msgspec.structs.replace(e.definition, execution=UNSET) for e in visible}
+        self._denied = frozenset(e.name for e in self.host.tools) - wanted.keys()
         for name in [n for n in self._tools_seen if n not in wanted]:
             del self._tools_seen[name]
             self.server.remove_tool(name)
@@ -151,11 +162,13 @@ class Gateway:
             self._prompts_seen[name] = definition
 
     def _sync_resources(self) -> None:
-        wanted: dict[str, tuple[str, Any]] = {
-            r.resource.uri: (r.server, r.resource) for r in self.host.resources
-        }
+        # Keyed by the URI (template) as the host lists it: qualified when backends share it.
+        wanted: dict[str, tuple[str, Any]] = {r.uri: (r.server, r.definition) for r in self.host.resources}
+        originals = {r.uri: r.resource.uri for r in self.host.resources}
         for entry in self.host.resource_templates:
-            wanted.setdefault(entry.template.uri_template, (entry.server, entry.template))
+            if entry.uri_template not in wanted:
+                wanted[entry.uri_template] = (entry.server, entry.definition)
+                originals[entry.uri_template] = entry.template.uri_template
         for key in [k for k in self._resources_seen if k not in wanted]:
             del self._resources_seen[key]
             self.server.remove_resource(key)
@@ -165,7 +178,8 @@ class Gateway:
             if key in self._resources_seen:
                 self.server.remove_resource(key)  # templates would otherwise be listed twice
                 del self._resources_seen[key]
-            reader = self._resource_reader(server)
+            # A qualified URI is its prefix then the backend's own URI: the reader strips the prefix.
+            reader = self._resource_reader(server, len(key) - len(originals[key]))
             try:
                 if isinstance(definition, t.Resource):
                     add_resource(self.server, definition, reader)
@@ -240,9 +254,9 @@ class Gateway:
 
         return get
 
-    def _resource_reader(self, server: str) -> Any:
+    def _resource_reader(self, server: str, prefix: int) -> Any:
         async def read(uri: str) -> list[t.ResourceContents]:
-            result = await self.host.read_resource(uri, server=server)
+            result = await self.host.read_resource(uri[prefix:], server=server)
             return result.contents
 
         return read
@@ -254,6 +268,38 @@ class Gateway:
             )
         except (UnknownName, ServerUnavailable):
             return t.Completion(values=[])
+
+
+class _Refusals(Middleware):
+    """What the gateway does not list, refused with a reason rather than "unknown".
+
+    A denied tool is not published, but a call of it by name (a client that
+    knew it from elsewhere) goes through the policy, so it is refused as
+    ``Permission denied: ...`` and the refusal is audited. A read of a URI
+    several backends share names the qualified URIs to read instead.
+    """
+
+    # Neither hook needs a task before its first real wait.
+    runs_inline = True
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def on_call_tool(self, ctx: Context, call_next: CallNext) -> Any:
+        name = ctx.request.target
+        if isinstance(name, str) and name in self.gateway._denied:
+            return await self.gateway.call(name, ctx.request.arguments or {}, ctx)
+        return await call_next(ctx)
+
+    async def on_read_resource(self, ctx: Context, call_next: CallNext) -> Any:
+        uri = ctx.request.target
+        shared = self.gateway.host.shared_by(uri) if isinstance(uri, str) else []
+        if shared and isinstance(uri, str):
+            # The code of "Resource not found" in the client's era (server/resources "Error Handling").
+            code = INVALID_PARAMS if ctx.is_modern else RESOURCE_NOT_FOUND_LEGACY
+            reason = self.gateway.host.ambiguity(uri, shared)
+            raise MCPError(code, f"Resource not found: {reason}", {"uri": uri})
+        return await call_next(ctx)
 
 
 def _progress(ctx: Context | None) -> ProgressCallback | None:

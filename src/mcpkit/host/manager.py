@@ -29,7 +29,7 @@ from ..server.resources import UriTemplate
 from ..session.engine import ProgressCallback
 from .backend import Backend, RestartPolicy, State
 from .config import ServerSpec, load_config
-from .naming import DEFAULT_MAX_LENGTH, NameTable
+from .naming import DEFAULT_MAX_LENGTH, NameTable, qualify_uri
 from .policy import ApprovalRequest, Approver, AuditLog, Outcome, PermissionDenied, Policy, Stopwatch
 
 __all__ = [
@@ -70,16 +70,39 @@ class HostPrompt:
 
 @dataclass(frozen=True, slots=True)
 class HostResource:
-    """Resources keep their URIs: clients and tool results refer to them as they are."""
+    """An aggregated resource: ``resource`` as its server lists it, ``definition`` as the host shows it.
+
+    Resources keep their URIs (clients and tool results refer to them as they
+    are), unless two or more servers list the same URI: then each one's copy is
+    shown as ``mcp://<server>/<uri>`` (:func:`~mcpkit.host.naming.qualify_uri`).
+    """
 
     server: str
     resource: t.Resource
+    definition: t.Resource
+
+    @property
+    def uri(self) -> str:
+        """The URI the host lists it under."""
+        return self.definition.uri
 
 
 @dataclass(frozen=True, slots=True)
 class HostTemplate:
+    """An aggregated resource template; shared templates are qualified as shared URIs are."""
+
     server: str
     template: t.ResourceTemplate
+    definition: t.ResourceTemplate
+
+    @property
+    def uri_template(self) -> str:
+        """The URI template the host lists it under."""
+        return self.definition.uri_template
+
+    def server_uri(self, uri: str) -> str:
+        """A URI this (possibly qualified) template matched, as its server knows it."""
+        return uri[len(self.definition.uri_template) - len(self.template.uri_template) :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +178,9 @@ class Host:
         self._prompts: dict[str, HostPrompt] = {}
         self._resources: dict[str, HostResource] = {}
         self._templates: list[tuple[HostTemplate, UriTemplate | None]] = []
+        #: URIs and URI templates (with a matcher) that several servers list, with those servers.
+        self._shared: dict[str, list[str]] = {}
+        self._shared_templates: list[tuple[UriTemplate | None, list[str]]] = []
         self._pending: set[asyncio.Task[Any]] = set()
         self.running = False
 
@@ -216,19 +242,51 @@ class Host:
         return list(self._tools.values())
 
     @property
+    def visible_tools(self) -> list[HostTool]:
+        """The tools a model should be shown: :attr:`tools` but those the policy denies.
+
+        A host leaves a tool that no call of may run out of what the model sees;
+        ``ask`` tools stay (each call is asked about).
+        """
+        return [entry for entry in self._tools.values() if not self.denies(entry)]
+
+    def denies(self, entry: HostTool) -> bool:
+        """Whether the policy refuses every call of this tool (its decision is ``deny``)."""
+        if self.policy is None:
+            return False
+        key = self._backends[entry.server].key
+        request = ApprovalRequest(entry.name, entry.server, entry.tool.name, {}, key)
+        return self.policy.decide(request)[0] == "deny"
+
+    @property
     def prompts(self) -> list[HostPrompt]:
         """Every prompt of every ready server."""
         return list(self._prompts.values())
 
     @property
     def resources(self) -> list[HostResource]:
-        """Every resource of every ready server."""
+        """Every resource of every ready server (a URI several servers list once per server, qualified)."""
         return list(self._resources.values())
 
     @property
     def resource_templates(self) -> list[HostTemplate]:
-        """Every resource template of every ready server."""
+        """Every resource template of every ready server (shared ones qualified, as resources)."""
         return [entry for entry, _ in self._templates]
+
+    def shared_by(self, uri: str) -> list[str]:
+        """The servers that all list ``uri`` as it is (or a template matching it), when more than one do.
+
+        Such a URI is listed once per server under its qualified URI; the bare
+        URI names no one server. Empty when ``uri`` is not shared.
+        """
+        if uri in self._resources:
+            return []
+        if uri in self._shared:
+            return list(self._shared[uri])
+        for matcher, servers in self._shared_templates:
+            if matcher is not None and matcher.match(uri) is not None:
+                return list(servers)
+        return []
 
     def tool(self, name: str) -> HostTool:
         """The tool of that host-wide name; :class:`UnknownName` if there is none."""
@@ -315,21 +373,53 @@ class Host:
         return write
 
     async def read_resource(self, uri: str, *, server: str | None = None) -> t.ReadResourceResult:
-        """Read ``uri`` from the server that lists it (or whose template matches)."""
-        owner = server or self.resource_owner(uri)
-        result: t.ReadResourceResult = await self._backend(owner).request(
+        """Read ``uri`` (as the host lists it) from the server that lists it (or whose template matches).
+
+        With ``server``, ``uri`` is sent to that server as it is (the URI as the server knows it).
+        """
+        if server is None:
+            server, uri = self.locate_resource(uri)
+        result: t.ReadResourceResult = await self._backend(server).request(
             self.ready_timeout, "read_resource", uri
         )
         return result
 
     def resource_owner(self, uri: str) -> str:
         """The name of the server offering ``uri`` (a resource, or a template matching it)."""
-        if uri in self._resources:
-            return self._resources[uri].server
-        for entry, matcher in self._templates:
+        return self.locate_resource(uri)[0]
+
+    def locate_resource(self, uri: str) -> tuple[str, str]:
+        """``(server, uri as that server knows it)`` for a URI the host lists or a template matches.
+
+        Raises :class:`UnknownName` when no server offers it, or when several
+        list it (the message names their qualified URIs).
+        """
+        entry = self._resources.get(uri)
+        if entry is not None:
+            return entry.server, entry.resource.uri
+        shared = self.shared_by(uri)
+        if shared:
+            raise UnknownName(self.ambiguity(uri, shared))
+        for template, matcher in self._templates:
             if matcher is not None and matcher.match(uri) is not None:
-                return entry.server
+                return template.server, template.server_uri(uri)
         raise UnknownName(f"no server offers the resource {uri!r}")
+
+    def ambiguity(self, uri: str, servers: list[str]) -> str:
+        """Why ``uri``, listed by each of ``servers``, names no one resource, and what to read instead."""
+        qualified = " or ".join(qualify_uri(self._backends[name].key, uri) for name in servers)
+        names = [repr(name) for name in servers]
+        named = ", ".join(names[:-1]) + " and " + names[-1]
+        return f"the servers {named} all offer the resource {uri!r}: read {qualified}"
+
+    def exposed_uri(self, server: str, uri: str) -> str:
+        """The URI the host shows for ``server``'s resource ``uri`` (qualified when it is shared)."""
+        if server in self._shared.get(uri, ()) or any(
+            server in servers and matcher is not None and matcher.match(uri) is not None
+            for matcher, servers in self._shared_templates
+        ):
+            return qualify_uri(self._backend(server).key, uri)
+        return uri
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
         """Get prompt ``name`` from the server offering it."""
@@ -352,9 +442,12 @@ class Host:
             server, ref = entry.server, {**ref, "name": entry.prompt.name}
         else:
             uri = str(ref.get("uri"))
-            server = next((e.server for e, _ in self._templates if e.template.uri_template == uri), None) or (
-                self.resource_owner(uri)
-            )
+            template = next((e for e, _ in self._templates if e.uri_template == uri), None)
+            if template is not None:
+                server, ref = template.server, {**ref, "uri": template.template.uri_template}
+            else:
+                server, original = self.locate_resource(uri)
+                ref = {**ref, "uri": original}
         result: t.Completion = await self._backend(server).request(
             self.ready_timeout, "complete", ref, argument, value, context
         )
@@ -371,6 +464,8 @@ class Host:
     def _changed(self, backend: Backend, kinds: frozenset[str], uri: str | None) -> None:
         if kinds & {"tools", "resources", "prompts", "state"}:
             self._reindex()
+        if uri is not None:
+            uri = self.exposed_uri(backend.name, uri)
         event = HostEvent(backend.name, kinds, uri)
         for listener in list(self._listeners):
             try:
@@ -391,9 +486,21 @@ class Host:
         prompts: dict[str, HostPrompt] = {}
         resources: dict[str, HostResource] = {}
         templates: list[tuple[HostTemplate, UriTemplate | None]] = []
-        for name, b in self._backends.items():
-            if b.state in (State.FAILED, State.STOPPED, State.DISABLED):
-                continue
+        live = [
+            (name, b)
+            for name, b in self._backends.items()
+            if b.state not in (State.FAILED, State.STOPPED, State.DISABLED)
+        ]
+        # Who lists each URI and URI template: one that several servers list is
+        # shown once per server, qualified, as tools are (naming.qualify_uri).
+        uri_owners: dict[str, list[str]] = {}
+        template_owners: dict[str, list[str]] = {}
+        for name, b in live:
+            for uri in dict.fromkeys(r.uri for r in b.resources):
+                uri_owners.setdefault(uri, []).append(name)
+            for uri in dict.fromkeys(tpl.uri_template for tpl in b.templates):
+                template_owners.setdefault(uri, []).append(name)
+        for name, b in live:
             for tool in b.tools:
                 exposed = tool_names.item(b.key, tool.name)
                 tools[exposed] = HostTool(exposed, name, tool, msgspec.structs.replace(tool, name=exposed))
@@ -403,14 +510,27 @@ class Host:
                     exposed, name, prompt, msgspec.structs.replace(prompt, name=exposed)
                 )
             for resource in b.resources:
-                if resource.uri in resources:  # the first server in config order keeps a shared URI
-                    logger.warning(
-                        "resource %r of %r hidden by %r", resource.uri, name, resources[resource.uri].server
-                    )
+                shown = resource
+                if len(uri_owners[resource.uri]) > 1:
+                    shown = msgspec.structs.replace(resource, uri=qualify_uri(b.key, resource.uri))
+                if shown.uri in resources:  # listed twice by one server: the first is kept
                     continue
-                resources[resource.uri] = HostResource(name, resource)
+                resources[shown.uri] = HostResource(name, resource, shown)
+            seen: set[str] = set()
             for template in b.templates:
-                templates.append((HostTemplate(name, template), _matcher(template.uri_template)))
+                shown_template = template
+                if len(template_owners[template.uri_template]) > 1:
+                    qualified = qualify_uri(b.key, template.uri_template)
+                    shown_template = msgspec.structs.replace(template, uri_template=qualified)
+                if shown_template.uri_template in seen:
+                    continue
+                seen.add(shown_template.uri_template)
+                entry = HostTemplate(name, template, shown_template)
+                templates.append((entry, _matcher(shown_template.uri_template)))
+        self._shared = {uri: names for uri, names in uri_owners.items() if len(names) > 1}
+        self._shared_templates = [
+            (_matcher(uri), names) for uri, names in template_owners.items() if len(names) > 1
+        ]
         self._tools, self._prompts, self._resources, self._templates = tools, prompts, resources, templates
 
 

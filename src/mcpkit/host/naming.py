@@ -7,6 +7,11 @@ Each part is reduced to ``[A-Za-z0-9_-]``: the MCP spec allows ``.`` too
 (2025-11-25 tool names), but model APIs that receive these names do not, and a
 name must survive that trip. Names longer than ``max_length`` are cut and given
 a short hash of the full name, so two long names never collide.
+
+Resources keep their URIs, which clients and tool results refer to as they are.
+A URI (or URI template) that two or more servers list is shown once per server
+under :func:`qualify_uri`'s ``mcp://<server>/<uri>``: no server's copy is hidden
+behind another's, as no tool is.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["PREFIX", "NameTable", "join_name", "sanitize"]
+__all__ = ["PREFIX", "URI_SCHEME", "NameTable", "join_name", "qualify_uri", "sanitize"]
 
 PREFIX = "mcp__"
+#: The scheme of server-qualified resource URIs (:func:`qualify_uri`).
+URI_SCHEME = "mcp"
 DEFAULT_MAX_LENGTH = 64  # what model APIs accept; the MCP spec itself allows 128
 
 _DISALLOWED = re.compile(r"[^A-Za-z0-9_-]")
@@ -38,6 +45,16 @@ def join_name(server: str, item: str, *, max_length: int = DEFAULT_MAX_LENGTH) -
         return name
     tail = "_" + _digest(name)
     return name[: max_length - len(tail)] + tail
+
+
+def qualify_uri(server: str, uri: str) -> str:
+    """``mcp://<server>/<uri>``: the URI (or URI template) ``uri`` of the server whose
+    sanitized name is ``server``, told apart from the same URI of other servers.
+
+    The prefix is literal text, so a qualified template is still a template, and
+    the server's own URI is what follows the prefix.
+    """
+    return f"{URI_SCHEME}://{server}/{uri}"
 
 
 class NameTable:

@@ -108,6 +108,17 @@ def item(item_id: str) -> str:
     return f"{NAME} item {item_id}"
 
 
+if os.environ.get("SHARED"):
+    # Every backend started with SHARED set lists these too: a URI and a template several servers share.
+    @server.resource("config://shared", mime_type="text/plain")
+    def shared_config() -> str:
+        return f"config of {NAME}"
+
+    @server.resource("files://shared/{name}")
+    def shared_file(name: str) -> str:
+        return f"{NAME} file {name}"
+
+
 @server.prompt()
 def greet(person: str, mood: str = "cheerful") -> str:
     """Greet someone."""
