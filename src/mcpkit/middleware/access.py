@@ -35,7 +35,10 @@ Where it goes: by default the logger ``mcpkit.access`` at INFO (with the record
 also in ``extra={"access": {...}}`` for structured handlers). Its level is set
 to INFO if unset, and if no handler is configured anywhere when the first line
 is written, one writing to stderr is added, so ``AccessLog()`` alone is visible.
-``file=`` takes a path (appended to) or a text stream instead. Nothing reaches
+``file=`` takes a path (appended to) or a text stream instead; there the lines
+of the requests that end in one turn of the event loop are written together
+right after it (one ``write(2)`` for a burst of pipelined requests), and
+:meth:`AccessLog.flush` / :meth:`AccessLog.close` write what is pending. Nothing reaches
 the protocol stream on stdio: the stdio transport points file descriptor 1 and
 ``sys.stdout`` at stderr before serving, so even ``file=sys.stdout`` or a
 logging handler on stdout lands on stderr there.
@@ -60,11 +63,13 @@ from ..protocol.errors import INTERNAL_ERROR, MCPError
 from ..protocol.lifecycle import Era
 from ..protocol.types import CallToolResult, InputRequiredResult
 from ..server.context import Context
-from ..server.middleware import CallNext, Middleware
+from ..server.middleware import Middleware
 
 __all__ = ["AccessLog"]
 
-_encode = msgspec.json.Encoder().encode
+_encoder = msgspec.json.Encoder()
+_encode = _encoder.encode
+_encode_lines = _encoder.encode_lines
 _MODERN = Era.MODERN
 #: The end of a ``time`` field for each millisecond (``".000Z"`` ... ``".999Z"``): the
 #: per-request part of the timestamp is one tuple index, not a format.
@@ -120,8 +125,8 @@ class AccessLog(Middleware):
             raise ValueError("AccessLog takes a logger or a file, not both")
         self.include_arguments = include_arguments
         self.level = level
-        #: A file this log opened: unbuffered bytes in append mode, so each line is one
-        #: ``write(2)`` of the encoded bytes (no text layer, no separate flush), and lines
+        #: A file this log opened: unbuffered bytes in append mode, so the lines of a turn
+        #: are one ``write(2)`` of whole lines (no text layer, no separate flush), and lines
         #: from several processes appending to one file never interleave.
         self._raw: IO[bytes] | None = None
         #: A text stream passed in (written as text, then flushed).
@@ -139,56 +144,61 @@ class AccessLog(Middleware):
             if self._logger.level == logging.NOTSET:
                 self._logger.setLevel(level)
         self._checked_handlers = False
+        #: Lines of this turn of the event loop, written together after it (:meth:`flush`).
+        self._pending: list[_Line] = []
         # The ``time`` field up to the seconds ("2026-07-28T09:15:02"), formatted once a second.
         self._second = -1
         self._stamp = ""
 
-    async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
-        """Time the request and write its line, whatever its outcome."""
-        wall = wall_clock()
-        started = perf_counter()
-        outcome = "ok"
-        code: int | None = None
-        try:
-            result = await call_next(ctx)
-        except MCPError as exc:
-            outcome, code = "error", exc.code
-            raise
-        except asyncio.CancelledError:
-            outcome = "cancelled"
-            raise
-        except Exception:
-            outcome, code = "error", INTERNAL_ERROR
-            raise
-        else:
+    def before(self, ctx: Context) -> None:
+        """Note when the request started."""
+        request = ctx.request  # (``ctx.state`` without the property: this runs on every request)
+        state = request.state
+        if state is None:
+            state = request.state = {}
+        state[self] = perf_counter()
+
+    def after(self, ctx: Context, result: Any, error: BaseException | None) -> None:
+        """Write the request's line, whatever its outcome."""
+        if error is None:
+            outcome = "ok"
+            code: int | None = None
             if isinstance(result, CallToolResult):
                 if result.is_error:
                     outcome = "tool_error"
             elif isinstance(result, InputRequiredResult):
                 outcome = "input_required"
-            return result
-        finally:
-            self._write(ctx, wall, started, outcome, code)
+        elif isinstance(error, MCPError):
+            outcome, code = "error", error.code
+        elif isinstance(error, asyncio.CancelledError):
+            outcome, code = "cancelled", None
+        else:
+            outcome, code = "error", INTERNAL_ERROR
+        self._write(ctx, outcome, code)
 
     # -- the line ---------------------------------------------------------------
 
-    def _write(self, ctx: Context, wall: float, started: float, outcome: str, code: int | None) -> None:
+    def _write(self, ctx: Context, outcome: str, code: int | None) -> None:
         # Written for its cost (it runs on every request): the request's facts are read
         # from the request and its scope directly rather than through ``Context``'s
-        # properties, the line is one encode of one struct made with positional arguments
-        # (about half the cost of building and encoding a dict), and the timestamp is a
-        # cached seconds prefix plus a precomputed millisecond suffix.
+        # properties, the line is a struct made with positional arguments (about half the
+        # cost of building and encoding a dict), encoded with the others of its loop turn,
+        # and the timestamp is a cached seconds prefix plus a precomputed millisecond suffix.
         logger = self._logger
         if logger is not None and not logger.isEnabledFor(self.level):
             return
-        # Rounded to the microsecond as ``round(ms, 3)`` would, but as an int then scaled:
-        # ``round(x, 3)`` goes through a decimal conversion, several times the cost.
-        duration_ms = round((perf_counter() - started) * 1e6) / 1000.0
+        request = ctx.request
+        now = perf_counter()
+        elapsed = now - request.state.pop(self, now)  # type: ignore[union-attr]  # before() set it
+        # ``time`` is when the request started. Rounded to the microsecond as
+        # ``round(ms, 3)`` would, but as an int then scaled: ``round(x, 3)`` goes through
+        # a decimal conversion, several times the cost.
+        duration_ms = round(elapsed * 1e6) / 1000.0
+        wall = wall_clock() - elapsed
         second = int(wall)
         if second != self._second:
             self._second = second
             self._stamp = strftime("%Y-%m-%dT%H:%M:%S", gmtime(second))
-        request = ctx.request
         scope = request.scope
         assert scope is not None  # a Context is made for an admitted request
         principal = request.principal
@@ -211,23 +221,15 @@ class AccessLog(Middleware):
         )
         if self.include_arguments and request.method in _ARGUMENTS_OF:
             record.arguments = request.arguments
-        try:
-            line = _encode(record)
-        except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
-            record.arguments = repr(record.arguments)
-            line = _encode(record)
-        raw = self._raw
-        if raw is not None:
-            data = line + b"\n"
-            written = raw.write(data)
-            if written != len(data):  # a short write (a pipe, a signal): the rest, buffered
-                self._write_rest(raw, data, written or 0)
-            return
+            try:
+                _encode(record)
+            except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
+                record.arguments = repr(record.arguments)
         if logger is None:
-            stream = self._stream
-            assert stream is not None
-            stream.write(line.decode() + "\n")
-            stream.flush()
+            pending = self._pending
+            pending.append(record)
+            if len(pending) == 1:
+                self._flush_soon()
             return
         if not self._checked_handlers:
             self._checked_handlers = True
@@ -238,7 +240,36 @@ class AccessLog(Middleware):
         fields = msgspec.structs.asdict(record)
         if fields["arguments"] is msgspec.UNSET:
             del fields["arguments"]
-        logger.log(self.level, line.decode(), extra={"access": fields})
+        logger.log(self.level, _encode(record).decode(), extra={"access": fields})
+
+    def _flush_soon(self) -> None:
+        # The lines of one turn of the event loop go out together, after it: one
+        # encode and one write(2) for a burst of pipelined requests, not one each.
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+        else:
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write the lines not yet written (they go out at the end of each turn of the event loop)."""
+        pending = self._pending
+        if not pending:
+            return
+        data = _encode_lines(pending)
+        pending.clear()
+        raw = self._raw
+        if raw is not None:
+            if not raw.closed:
+                written = raw.write(data)
+                if written != len(data):  # a short write (a pipe, a signal): the rest, in turn
+                    self._write_rest(raw, data, written or 0)
+            return
+        stream = self._stream
+        assert stream is not None
+        stream.write(data.decode())
+        stream.flush()
 
     @staticmethod
     def _write_rest(raw: IO[bytes], data: bytes, written: int) -> None:
@@ -248,7 +279,8 @@ class AccessLog(Middleware):
             view = view[n or 0 :]
 
     def close(self) -> None:
-        """Close the file this log opened (a stream passed in is left open)."""
+        """Write what is pending and close the file this log opened (a stream passed in is left open)."""
+        self.flush()
         raw = self._raw
         if raw is not None and not raw.closed:
             raw.close()

@@ -149,26 +149,29 @@ class RateLimit(Middleware):
     def __repr__(self) -> str:
         return f"RateLimit({self.limiter!r})"
 
-    async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
+    def before(self, ctx: Context) -> Any:
         """Take one acquisition under the request's key before serving it (or refuse it)."""
         # Written for its cost (it runs on every request): ``_applies`` inlined, and an
         # acquisition granted at once in memory (the usual case) taken synchronously;
-        # anything else (a queue, a refusal, Redis) goes through ``Limiter.acquire``.
+        # anything else (a queue, a refusal, Redis) is awaited (``_acquire``).
         method = ctx.request.method
         methods = self.methods
         if (method in EXEMPT) if methods is None else (method not in methods):
-            return await call_next(ctx)
+            return None
         key = "" if self._global else self._key(ctx)
-        if key is None:
-            return await call_next(ctx)
-        if not self._grant_now(key):
-            try:
-                await self.limiter.acquire(key)
-            except RateLimitExceeded as exc:
-                if method == "tools/call":
-                    return rate_limited_result(exc)
-                raise rate_limited_error(exc) from None
-        return await call_next(ctx)
+        if key is None or self._grant_now(key):
+            return None
+        return self._acquire(key, method)
+
+    async def _acquire(self, key: str, method: str) -> Any:
+        """The full decision: None once the turn has come, else the refusal."""
+        try:
+            await self.limiter.acquire(key)
+        except RateLimitExceeded as exc:
+            if method == "tools/call":
+                return rate_limited_result(exc)
+            raise rate_limited_error(exc) from None
+        return None
 
 
 class _Slots:

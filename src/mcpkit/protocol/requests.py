@@ -58,6 +58,8 @@ class ServerRequest(msgspec.Struct):
     session: str | None = None
     #: The peer's network address (``host:port``), where the transport has one (HTTP).
     peer: str | None = None
+    #: Data the server keeps for this request while serving it (``Context.state``).
+    state: dict[Any, Any] | None = None
 
     @property
     def known(self) -> bool:

@@ -22,7 +22,16 @@ from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
 from .context import Context
 from .dispatcher import ServerDispatcher
 from .limiting import Limiter, Rate
-from .middleware import CallNext, Middleware, compose, hides_anything, intercepts, runs_inline
+from .middleware import (
+    CallNext,
+    Middleware,
+    check,
+    compose,
+    hides_anything,
+    intercepts,
+    runs_inline,
+    sync_hooks,
+)
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
@@ -121,6 +130,10 @@ class MCPServer:
         #: Whether every middleware that hooks tool calls can start outside a task
         #: (``Middleware.runs_inline``): quick sync tools are then still called on the read path.
         self.calls_inline = True
+        #: The middleware tool calls pass through when all of it is synchronous
+        #: (``before``/``after``); None when some has an async hook for them. Calls of
+        #: quick sync tools are then answered on the read path, hooks and all.
+        self.call_hooks: tuple[Middleware, ...] | None = ()
         self._chains: dict[str, CallNext] = {}
         for each in middleware:
             self.add_middleware(each)
@@ -133,10 +146,12 @@ class MCPServer:
             raise TypeError(
                 f"middleware must be a mcpkit.middleware.Middleware, not {type(middleware).__name__}"
             )
+        check(middleware)
         self.middleware.append(middleware)
         self.hides = hides_anything(self.middleware)
         self.calls_intercepted = self.hides or intercepts(self.middleware, "tools/call")
         self.calls_inline = runs_inline(self.middleware, "tools/call")
+        self.call_hooks = sync_hooks(self.middleware, "tools/call")
         self._chains.clear()
 
     def chain(self, method: str, handler: CallNext) -> CallNext:

@@ -61,6 +61,17 @@ class Context:
         self.request = request
         self.request_id = request.id
 
+    @property
+    def state(self) -> dict[Any, Any]:
+        """A dict for this request's own data, shared by the middleware and the handler
+        serving it (made on first use): what a middleware's
+        :meth:`~mcpkit.middleware.Middleware.before` keeps for its ``after``, for example."""
+        request = self.request
+        state = request.state
+        if state is None:
+            state = request.state = {}
+        return state
+
     # -- who is asking -------------------------------------------------------
 
     @property

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -20,7 +22,7 @@ from msgspec import UNSET
 from .. import telemetry as _telemetry
 from ..protocol import types as t
 from ..protocol.auth import Principal
-from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
 from ..protocol.jsonrpc import Notification, Request, decode_raw
 from ..protocol.lifecycle import Era, RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
@@ -28,16 +30,19 @@ from ..protocol.requests import SERVER_METHODS, ServerRequest, decode_request
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.bus import ChangeEvent
-from ..session.engine import Engine
+from ..session.engine import Engine, Later
 from .context import Context
-from .middleware import ComponentKind, Middleware, NotifyNext, notifies
+from .middleware import ComponentKind, Middleware, NotifyNext, compose, notifies, unwind
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
 
 if TYPE_CHECKING:
     from .app import MCPServer
+    from .tools import RegisteredTool
 
 __all__ = ["ServerDispatcher"]
+
+logger = logging.getLogger("mcpkit.session")  # where the engine logs failed handlers
 
 Handler: TypeAlias = Callable[["ServerDispatcher", ServerRequest], Awaitable[Any]]
 
@@ -106,17 +111,20 @@ class ServerDispatcher:
 
         A ``tools/call`` of a sync tool that runs inline does no I/O and never
         suspends, so it is answered from the read loop instead of from a new task
-        (a task costs two extra turns of the event loop per call). Anything
-        unusual, including every error, goes the ordinary way.
+        (a task costs two extra turns of the event loop per call), also through
+        middleware that is all synchronous (:meth:`_answer_hooked`). Anything
+        unusual, including every error before the middleware, goes the ordinary way.
         """
-        if request.method != "tools/call" or request.error is not None or self.server.calls_intercepted:
-            return None  # (middleware hooks are coroutines: they run on the ordinary path)
-        if _telemetry.enabled:
-            return None  # traced (or not yet settled): handle() runs it inside its span
+        if request.method != "tools/call" or request.error is not None or _telemetry.enabled:
+            return None  # (traced, or not yet settled: handle() runs it inside its span)
+        server = self.server
         params = request.params
-        tool = self.server._tools.tools.get(params.name)
+        tool = server._tools.tools.get(params.name)
         if tool is None or not tool.runs_inline:
             return None
+        if server.calls_intercepted:
+            hooks = server.call_hooks
+            return None if hooks is None else self._answer_hooked(request, tool, hooks)
         try:
             # admit() without its error branches: this request has no error.
             scope = request.scope = self.lifecycle.scope("tools/call", request.meta)
@@ -124,7 +132,82 @@ class ServerDispatcher:
             result = tool.call_inline(arguments if arguments is not UNSET else None)
         except MCPError:
             return None
-        return self._finish(result, scope, request.method)
+        return self._finish(result, scope, "tools/call")
+
+    def _answer_hooked(
+        self, request: ServerRequest, tool: RegisteredTool, hooks: tuple[Middleware, ...]
+    ) -> Any:
+        """:meth:`answer_now` through synchronous middleware: each ``before`` in
+        order, the tool, each ``after`` in reverse, as :func:`compose`'s steps
+        would run them, without a coroutine. Once a ``before`` has run the request
+        is answered here: with its result, by raising its MCPError, or with a
+        :class:`Later` when a ``before`` has to wait.
+        """
+        try:
+            scope = request.scope = self.lifecycle.scope("tools/call", request.meta)
+        except MCPError:
+            return None  # refused before any middleware: the ordinary path says why
+        ctx = Context(self, request)
+        result: Any = None
+        error: BaseException | None = None
+        entered = 0
+        try:
+            for middleware in hooks:
+                early = middleware.before(ctx)
+                entered += 1
+                if early is not None:
+                    if inspect.isawaitable(early):
+                        return Later(self._answer_later(ctx, tool, hooks, entered, early))
+                    result = early
+                    break
+            else:
+                name = request.params.name
+                if self.server.hides and _hidden(self, request, "tool", name, ctx):
+                    raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # as if it did not exist
+                arguments = request.params.arguments
+                result = tool.call_inline(arguments if arguments is not UNSET else None)
+        except Exception as exc:
+            error = exc
+        result, error = unwind(ctx, hooks, entered, result, error)
+        if error is not None:
+            if isinstance(error, MCPError):
+                raise error
+            logger.error("handler for tools/call failed", exc_info=error)
+            raise MCPError(INTERNAL_ERROR, "Internal error")
+        return self._finish(result, scope, "tools/call")
+
+    async def _call_inline(self, ctx: Context, tool: RegisteredTool) -> Any:
+        """The innermost step of :meth:`_answer_later`: what :meth:`_answer_hooked` does after the hooks."""
+        request = ctx.request
+        name = request.params.name
+        if _hidden(self, request, "tool", name, ctx):
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = request.params.arguments
+        return tool.call_inline(arguments if arguments is not UNSET else None)
+
+    async def _answer_later(
+        self,
+        ctx: Context,
+        tool: RegisteredTool,
+        hooks: tuple[Middleware, ...],
+        entered: int,
+        waiting: Awaitable[Any],
+    ) -> Any:
+        """The rest of :meth:`_answer_hooked` once ``hooks[entered - 1].before`` has to wait."""
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = await waiting
+            if result is None:
+                rest = compose(hooks[entered:], "tools/call", lambda ctx: self._call_inline(ctx, tool))
+                result = await rest(ctx)
+        except BaseException as exc:  # CancelledError too: the hooks see how it ended
+            error = exc
+        result, error = unwind(ctx, hooks, entered, result, error)
+        if error is not None:
+            raise error
+        assert ctx.request.scope is not None
+        return self._finish(result, ctx.request.scope, "tools/call")
 
     def eager(self, request: ServerRequest) -> bool:
         """A ``tools/call`` of a sync tool through middleware that can run outside a task.
@@ -215,20 +298,24 @@ def _wrap_notification(middleware: Middleware, call_next: NotifyNext) -> NotifyN
     return step
 
 
-def _visible(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind) -> Callable[[str], bool]:
+def _visible(
+    conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, ctx: Context | None = None
+) -> Callable[[str], bool]:
     """Whether a component is visible to this request's caller: the filter for list
     results (applied before pagination, so pages stay whole) and for calls."""
     server = conn.server
     if not server.hides:
         return lambda name: True
-    ctx = Context(conn, request)
+    asking = ctx if ctx is not None else Context(conn, request)
     middleware = server.middleware
-    return lambda name: not any(m.hides(ctx, kind, name) for m in middleware)
+    return lambda name: not any(m.hides(asking, kind, name) for m in middleware)
 
 
-def _hidden(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, name: str) -> bool:
+def _hidden(
+    conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, name: str, ctx: Context | None = None
+) -> bool:
     """Whether middleware hides component ``name`` from this request's caller."""
-    return conn.server.hides and not _visible(conn, request, kind)(name)
+    return conn.server.hides and not _visible(conn, request, kind, ctx)(name)
 
 
 def _scope(request: ServerRequest) -> RequestScope:

@@ -12,8 +12,15 @@ short-circuit by returning a result or raising
 :class:`~mcpkit.protocol.errors.MCPError`, and observe exceptions around
 ``call_next``.
 
+Middleware that only needs to check, count or observe can instead override the
+synchronous pair :meth:`Middleware.before` and :meth:`Middleware.after`: no
+coroutine is made for them, and a call of a quick sync tool through nothing but
+such middleware is still answered on the read path, as on a server without
+middleware (the built-in ``RateLimit`` and ``AccessLog`` are written this way).
+
 For one request, the middleware added first runs first; within one
-middleware, :meth:`Middleware.on_request` wraps the operation's own hook
+middleware, :meth:`~Middleware.before` runs first and :meth:`~Middleware.after`
+last, and :meth:`Middleware.on_request` wraps the operation's own hook
 (:meth:`~Middleware.on_call_tool`, :meth:`~Middleware.on_list_tools`, ...).
 The chain is the same for every transport and both protocol eras: it runs in
 the server's dispatcher, after the request has been decoded and admitted to
@@ -22,6 +29,7 @@ its era, and before the result is shaped for the client's revision.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -81,6 +89,30 @@ class Middleware:
 
     #: Whether this middleware's hooks may start outside an asyncio task (see the class docs).
     runs_inline: bool = False
+
+    def before(self, ctx: Context) -> Any:
+        """Synchronous: runs before the request is served (before this middleware's async hooks).
+
+        Return None to go on, or a result to answer with instead (the handler
+        and the middleware after this one are then skipped). Raise
+        :class:`~mcpkit.protocol.errors.MCPError` to refuse the request. When it
+        has to wait, return an awaitable (an ``async def before`` does): its
+        value means the same, and the request is finished in a task. Per-request
+        state for :meth:`after` goes in :attr:`ctx.state <mcpkit.server.Context.state>`.
+        """
+        return None
+
+    def after(self, ctx: Context, result: Any, error: BaseException | None) -> None:
+        """Synchronous: runs once the request has ended, for every middleware whose
+        :meth:`before` ran without raising (in the reverse order).
+
+        ``result`` is what the client is answered (None when ``error`` is set);
+        ``error`` is the :class:`~mcpkit.protocol.errors.MCPError` it is answered
+        with, ``asyncio.CancelledError`` (cancelled: no answer is sent) or the
+        unexpected exception (answered as an internal error). It observes; it
+        cannot change the outcome (override :meth:`on_request` for that), and an
+        exception it raises becomes the request's error.
+        """
 
     async def on_request(self, ctx: Context, call_next: CallNext) -> Any:
         """Every request (the operation's own hook runs inside this one)."""
@@ -168,11 +200,55 @@ def _overrides(middleware: Middleware, hook: str) -> bool:
     return getattr(type(middleware), hook) is not getattr(Middleware, hook)
 
 
+def _synchronous(middleware: Middleware) -> bool:
+    return _overrides(middleware, "before") or _overrides(middleware, "after")
+
+
+def check(middleware: Middleware) -> None:
+    """Refuse what cannot work: an ``after`` defined with ``async def`` would never be awaited."""
+    if inspect.iscoroutinefunction(type(middleware).after):
+        raise TypeError(
+            f"{type(middleware).__name__}.after must be a plain function (it cannot await); "
+            "override on_request to await something after the request"
+        )
+
+
 def _wrap(hook: Callable[[Context, CallNext], Awaitable[Any]], call_next: CallNext) -> CallNext:
     async def step(ctx: Context) -> Any:
         return await hook(ctx, call_next)
 
     return step
+
+
+def _wrap_sync(middleware: Middleware, call_next: CallNext) -> CallNext:
+    before, after = middleware.before, middleware.after
+
+    async def step(ctx: Context) -> Any:
+        early = before(ctx)
+        try:
+            if early is not None and inspect.isawaitable(early):
+                early = await early
+            result = early if early is not None else await call_next(ctx)
+        except BaseException as exc:
+            after(ctx, None, exc)
+            raise
+        after(ctx, result, None)
+        return result
+
+    return step
+
+
+def unwind(
+    ctx: Context, hooks: Sequence[Middleware], entered: int, result: Any, error: BaseException | None
+) -> tuple[Any, BaseException | None]:
+    """Run :meth:`Middleware.after` of ``hooks[:entered]``, last first, as nested steps
+    of :func:`compose` would: an exception one raises is the outcome the next sees."""
+    for index in range(entered - 1, -1, -1):
+        try:
+            hooks[index].after(ctx, result, error)
+        except Exception as exc:
+            result, error = None, exc
+    return result, error
 
 
 def compose(middlewares: Sequence[Middleware], method: str, handler: CallNext) -> CallNext:
@@ -187,22 +263,36 @@ def compose(middlewares: Sequence[Middleware], method: str, handler: CallNext) -
             handler = _wrap(getattr(middleware, op), handler)
         if _overrides(middleware, "on_request"):
             handler = _wrap(middleware.on_request, handler)
+        if _synchronous(middleware):
+            handler = _wrap_sync(middleware, handler)
     return handler
+
+
+def _awaits(middleware: Middleware, op: str | None) -> bool:
+    return _overrides(middleware, "on_request") or (op is not None and _overrides(middleware, op))
 
 
 def intercepts(middlewares: Sequence[Middleware], method: str) -> bool:
     """Whether any of ``middlewares`` has a hook that ``method``'s requests pass through."""
     op = METHOD_HOOKS.get(method)
-    return any(_overrides(m, "on_request") or (op is not None and _overrides(m, op)) for m in middlewares)
+    return any(_awaits(m, op) or _synchronous(m) for m in middlewares)
+
+
+def sync_hooks(middlewares: Sequence[Middleware], method: str) -> tuple[Middleware, ...] | None:
+    """The middleware on ``method``'s path when all of it is synchronous
+    (:meth:`~Middleware.before` / :meth:`~Middleware.after` only), in order; None
+    when some middleware has an async hook there."""
+    op = METHOD_HOOKS.get(method)
+    if any(_awaits(m, op) for m in middlewares):
+        return None
+    return tuple(m for m in middlewares if _synchronous(m))
 
 
 def runs_inline(middlewares: Sequence[Middleware], method: str) -> bool:
     """Whether every one of ``middlewares`` on ``method``'s path may start outside a task."""
     op = METHOD_HOOKS.get(method)
     return all(
-        m.runs_inline
-        for m in middlewares
-        if _overrides(m, "on_request") or (op is not None and _overrides(m, op)) or _overrides(m, "hides")
+        m.runs_inline for m in middlewares if _awaits(m, op) or _synchronous(m) or _overrides(m, "hides")
     )
 
 

@@ -40,7 +40,15 @@ from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from .channel import Channel, PushChannel, RequestId, pushes
 from .eager import Started, start
 
-__all__ = ["DEFAULT_MAX_IN_FLIGHT", "Dispatcher", "Engine", "Inbound", "ProgressCallback", "SessionClosed"]
+__all__ = [
+    "DEFAULT_MAX_IN_FLIGHT",
+    "Dispatcher",
+    "Engine",
+    "Inbound",
+    "Later",
+    "ProgressCallback",
+    "SessionClosed",
+]
 
 logger = logging.getLogger("mcpkit.session")
 
@@ -54,6 +62,17 @@ _PROGRESS = "notifications/progress"
 
 class _Default:
     """Sentinel type: "use the session's default"."""
+
+
+class Later:
+    """What :meth:`Dispatcher.answer_now` returns for a request it has begun but
+    cannot finish without waiting: ``result`` is the awaitable of the rest (the
+    result, or the :class:`MCPError`), which the engine runs as the request's task."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Awaitable[Any]) -> None:
+        self.result = result
 
 
 DEFAULT = _Default()
@@ -93,7 +112,9 @@ class Dispatcher(Protocol[Req]):
         """The result if it can be given without awaiting, else None (the ordinary path).
 
         Called on the read path before a task is made for the request: a task
-        costs two extra turns of the event loop. Never raises.
+        costs two extra turns of the event loop. It may raise :class:`MCPError`
+        (the answer), or return :class:`Later` when it has begun serving the
+        request and has to wait for the rest. Nothing else escapes it.
         """
 
     def eager(self, request: Req) -> bool:
@@ -270,11 +291,17 @@ class Engine(Generic[Req]):
         if rid in self._in_flight:
             self._send_error(rid, INVALID_REQUEST, f"Invalid Request: id {rid!r} is already in use")
             return
-        result = self._answer_now(request)
-        if result is not None:
-            self.channel.respond(rid, jsonrpc.encode_result(rid, result))
+        try:
+            result = self._answer_now(request)
+        except MCPError as exc:
+            self.channel.respond(rid, _encode_error(rid, exc.code, exc.message, exc.data), exc)
             return
-        if self.handler_timeout is None and self._eager(request):
+        if result is not None:
+            if result.__class__ is not Later:
+                self.channel.respond(rid, jsonrpc.encode_result(rid, result))
+                return
+            task = asyncio.create_task(self._run_request(request, self._answer(request, result.result)))
+        elif self.handler_timeout is None and self._eager(request):
             done, outcome = start(self._answer(request))
             if done:
                 if outcome is not None:
@@ -333,18 +360,23 @@ class Engine(Generic[Req]):
                     self._input_held = False
                     self._push.release_input()
 
-    async def _answer(self, request: Req) -> tuple[bytes, MCPError | None] | None:
-        """Run the handler: its encoded answer and the error answered (None: a result).
+    async def _answer(
+        self, request: Req, handling: Awaitable[Any] | None = None
+    ) -> tuple[bytes, MCPError | None] | None:
+        """Run the handler (or await ``handling``, a :class:`Later`'s rest): its encoded
+        answer and the error answered (None: a result).
 
         None when the handler was cancelled (no answer is due).
         """
         rid = request.id
         try:
+            if handling is None:
+                handling = self.dispatcher.handle(self, request)
             if self.handler_timeout is None:
-                result = await self.dispatcher.handle(self, request)
+                result = await handling
             else:
                 async with asyncio.timeout(self.handler_timeout):
-                    result = await self.dispatcher.handle(self, request)
+                    result = await handling
             return jsonrpc.encode_result(rid, result), None
         except MCPError as exc:
             return _encode_error(rid, exc.code, exc.message, exc.data), exc
