@@ -1,8 +1,15 @@
 """The "everything" server: every surface the official MCP conformance suite probes.
 
-Run it (both protocol eras are served on one endpoint, ``/mcp``)::
+Run plainly, it serves stdio, as every example does (for a host's
+``mcpServers`` entry, or ``mcpkit list examples/everything_server.py``)::
 
-    mcpkit run examples/everything_server.py --transport http --port 3001
+    python examples/everything_server.py
+
+``--http`` serves Streamable HTTP instead, both protocol eras on one endpoint,
+``/mcp`` (``--port N``, default 3001; ``mcpkit run examples/everything_server.py
+--transport http --port 3001`` does the same)::
+
+    python examples/everything_server.py --http --port 3001
 
 then point the suite at it (``make conformance`` does all of this)::
 
@@ -518,4 +525,15 @@ def _json(content: Any) -> str:
 
 
 if __name__ == "__main__":
-    server.run("http", port=3001)
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The everything server: stdio, or Streamable HTTP with --http.")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument("--port", type=int, help="HTTP port on 127.0.0.1 (default 3001)")
+    args = parser.parse_args()
+    if args.port is not None and not args.http:
+        parser.error("--port goes with --http (without it the server speaks stdio)")
+    if args.http:
+        server.run("http", port=args.port or 3001)
+    else:
+        server.run()

@@ -146,12 +146,14 @@ def setup_tracing() -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="An MCP server wrapping a rate-limited weather API.")
     parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port on 127.0.0.1 (default 8000)")
+    parser.add_argument("--port", type=int, help="HTTP port on 127.0.0.1 (default 8000)")
     parser.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
     args = parser.parse_args()
+    if args.port is not None and not args.http:
+        parser.error("--port goes with --http (without it the server speaks stdio)")
     if args.trace:
         setup_tracing()
     if args.http:
-        server.run("http", port=args.port)  # /mcp, and /healthz and /readyz for load balancers
+        server.run("http", port=args.port or 8000)  # /mcp, and /healthz and /readyz for load balancers
     else:
         server.run()
