@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
 __all__ = [
@@ -108,6 +108,8 @@ class Console:
         self.err_tty = _is_tty(self.err)
         self.colour = colour_allowed(self.out, env)
         self.err_colour = colour_allowed(self.err, env)
+        #: The spinner drawing on stderr now, if any (paused while the user is asked something).
+        self.spinner: Spinner | None = None
 
     # -- styling ---------------------------------------------------------------
 
@@ -148,6 +150,18 @@ class Console:
             if err.hint:
                 payload["hint"] = err.hint
             self.emit_json({"error": payload})
+
+    @contextlib.contextmanager
+    def spinner_paused(self) -> Iterator[None]:
+        """No spinner on stderr inside (a question to the user is written there)."""
+        spinner = self.spinner
+        if spinner is not None:
+            spinner.pause()
+        try:
+            yield
+        finally:
+            if spinner is not None:
+                spinner.resume()
 
     # -- tables ----------------------------------------------------------------
 
@@ -224,6 +238,7 @@ class Spinner:
         encoding = (getattr(console.err, "encoding", None) or "").lower().replace("-", "")
         self.frames = _FRAMES_UNICODE if encoding in ("utf8", "utf_8") else _FRAMES_ASCII
         self._task: asyncio.Task[None] | None = None
+        self._outer: Spinner | None = None
 
     def update(self, message: str) -> None:
         self.message = message
@@ -240,12 +255,28 @@ class Spinner:
             i += 1
             await asyncio.sleep(self.interval)
 
+    def pause(self) -> None:
+        """Stop drawing and clear the line (:meth:`resume` draws again)."""
+        if self._task is not None:
+            # Cancelled before its next frame: the task writes nothing more.
+            self._task.cancel()
+            self._task = None
+            self.console.err.write("\r\x1b[K")
+            self.console.err.flush()
+
+    def resume(self) -> None:
+        if self.enabled and self._task is None and self.console.spinner is self:
+            self._task = asyncio.create_task(self._spin())
+
     async def __aenter__(self) -> Spinner:
+        self._outer = self.console.spinner
+        self.console.spinner = self
         if self.enabled:
             self._task = asyncio.create_task(self._spin())
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        self.console.spinner = self._outer
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(BaseException):

@@ -30,7 +30,9 @@ from ._output import EXIT_CONNECT, EXIT_ERROR, EXIT_PROTOCOL, EXIT_USAGE, CLIErr
 
 if TYPE_CHECKING:
     from ..client import Client
+    from ..client.dispatch import ElicitationHandler, RootsProvider
     from ..host.config import ServerSpec
+    from ..protocol.types import LoggingLevel
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -545,6 +547,9 @@ def make_client(
     stderr: Any = None,
     log_handler: Any = None,
     watch: ProcessWatch | None = None,
+    log_level: LoggingLevel | None = None,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsProvider | None = None,
 ) -> Client:
     from ..client import Client
 
@@ -559,18 +564,32 @@ def make_client(
         probe_timeout=min(10.0, timeout),
         stderr=stderr,
         log_handler=log_handler,
+        log_level=log_level,
+        elicitation_handler=elicitation,
+        roots=roots,
         channel_wrapper=watch,
     )
 
 
 @contextlib.asynccontextmanager
 async def connected(
-    target: Target, console: Console, *, timeout: float | None, verbose: bool = False
+    target: Target,
+    console: Console,
+    *,
+    timeout: float | None,
+    verbose: bool = False,
+    elicitation: ElicitationHandler | None = None,
+    roots: RootsProvider | None = None,
 ) -> AsyncIterator[Client]:
     """A connected client; failures become :class:`CLIError` with exit code 3.
 
     The server's stderr is kept back (and shown if connecting fails) unless
-    ``verbose``, which passes it through, with the server's log messages.
+    ``verbose``, which passes it through, with the server's log messages: the
+    client asks for every level (``debug``), with ``logging/setLevel`` in the
+    legacy era and in each request's ``_meta`` in the modern one, where a server
+    sends no log message to a request that does not ask (2026-07-28
+    server/utilities/logging, "Per-request log level"). ``elicitation`` and
+    ``roots`` are declared to the server when given.
     """
     limit = timeout or target.timeout or DEFAULT_TIMEOUT
     tail = None if verbose or target.url is not None else StderrTail()
@@ -581,7 +600,14 @@ async def connected(
 
     watch = ProcessWatch()
     client = make_client(
-        target, timeout=limit, stderr=tail, log_handler=on_log if verbose else None, watch=watch
+        target,
+        timeout=limit,
+        stderr=tail,
+        log_handler=on_log if verbose else None,
+        log_level="debug" if verbose else None,
+        watch=watch,
+        elicitation=elicitation,
+        roots=roots,
     )
     try:
         async with Spinner(console, f"connecting to {target.label}"), asyncio.timeout(limit):
@@ -591,12 +617,88 @@ async def connected(
     except Exception as exc:
         if tail is not None:
             await asyncio.sleep(0.1)  # let the last of its stderr arrive
-        raise connect_error(target, exc, tail, limit, watch.returncode) from None
+        async with Spinner(console, f"connecting to {target.label}"):
+            mismatch = await era_mismatch(target, exc, limit)
+        raise (mismatch or connect_error(target, exc, tail, limit, watch.returncode)) from None
     try:
         yield client
     finally:
         with contextlib.suppress(Exception):
             await client.close()
+
+
+# -- an era the server does not speak ---------------------------------------------------
+
+
+def _server_answered(exc: BaseException) -> bool:
+    """Whether connecting got as far as the server (not a missing command, a refused
+    connection, a network failure or a missing http extra)."""
+    from ..protocol.errors import MCPError
+
+    if isinstance(exc, FileNotFoundError | PermissionError | ConnectionRefusedError | ImportError):
+        return False
+    if isinstance(exc, MCPError) and exc.code == HTTP_TRANSPORT_ERROR:
+        return isinstance(exc.data, dict) and exc.data.get("status") is not None
+    return True
+
+
+def asked_era(protocol: str) -> Literal["legacy", "modern"] | None:
+    """The era ``--protocol`` insists on (None for ``auto``)."""
+    from ..protocol.versions import parse_version
+
+    if protocol in ("legacy", "modern"):
+        return "modern" if protocol == "modern" else "legacy"
+    version = parse_version(protocol)
+    if version is None:
+        return None
+    return "modern" if version.is_modern else "legacy"
+
+
+async def era_mismatch(target: Target, exc: BaseException, timeout: float) -> CLIError | None:
+    """When ``--protocol`` named one era and connecting failed, whether the server
+    speaks only the other one: then an error that says so, else None.
+
+    A server of the other era fails in its own way (2026-07-28 basic/versioning,
+    "Compatibility Matrix"): a legacy server answers ``server/discover`` with
+    Method not found, "Server not initialized" or a 4xx, or not at all; a modern
+    one refuses ``initialize``. Rather than read these, connect once more in the
+    other era: a server that answers there speaks only that era. (This costs a
+    second start of a stdio server, on this failure path only.)
+    """
+    asked = asked_era(target.protocol)
+    if asked is None or not _server_answered(exc):
+        return None
+    other = "legacy" if asked == "modern" else "modern"
+    limit = min(timeout, 10.0)
+    probe = make_client(
+        replace(target, protocol=other),
+        timeout=limit,
+        stderr=StderrTail() if target.argv is not None else None,
+    )
+    try:
+        async with asyncio.timeout(limit):
+            await probe.connect()
+        version = probe.protocol_version
+    except Exception:
+        return None
+    finally:
+        with contextlib.suppress(Exception):
+            await probe.close()
+    if version is None or ("modern" if version.is_modern else "legacy") != other:
+        return None
+    step = "server/discover" if asked == "modern" else "initialize"
+    what = (
+        f"no answer to {step} within {timeout:g}s"
+        if isinstance(exc, TimeoutError)
+        else f"{step} failed: {_describe(exc)}"
+    )
+    answered = f"it answered initialize with {version.value}" if other == "legacy" else version.value
+    return CLIError(
+        f"cannot connect to {target.label} with --protocol {target.protocol}: the server speaks only the "
+        f"{other} era ({answered}); {what}",
+        EXIT_CONNECT,
+        hint=f"--protocol auto (the default) finds the server's era by itself; or pass --protocol {other}",
+    )
 
 
 def server_summary(client: Client) -> dict[str, Any]:

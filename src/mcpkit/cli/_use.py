@@ -30,7 +30,10 @@ from ._target import (
 )
 
 if TYPE_CHECKING:
+    from ..client import Client
+    from ..client.dispatch import RootsProvider
     from ..protocol import types as t
+    from ._prompt_user import TerminalAsker
 
 __all__ = ["cmd_call", "cmd_inspect", "cmd_list", "cmd_prompt", "cmd_read"]
 
@@ -106,7 +109,7 @@ def _usage_hint(args: argparse.Namespace) -> str:
     }.get(args.cmd, "")
 
 
-async def _request(what: str, call: Callable[[], Awaitable[T]]) -> T:
+async def _request(what: str, call: Callable[[], Awaitable[T]], args: argparse.Namespace | None = None) -> T:
     try:
         return await call()
     except CLIError:
@@ -114,7 +117,75 @@ async def _request(what: str, call: Callable[[], Awaitable[T]]) -> T:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        raise request_error(exc, what) from None
+        err = request_error(exc, what)
+        if args is not None:
+            err.hint = _undeclared_hint(exc, args)
+        raise err from None
+
+
+def _undeclared_hint(exc: BaseException, args: argparse.Namespace) -> str | None:
+    """Why the client did not offer what the server asked for (-32021), and how to offer it."""
+    from ..protocol.errors import MISSING_CLIENT_CAPABILITY, MCPError
+
+    if not isinstance(exc, MCPError) or exc.code != MISSING_CLIENT_CAPABILITY:
+        return None
+    if getattr(args, "no_input", False):
+        return (
+            "--no-input declares neither elicitation nor roots: without it, a terminal on stdin answers "
+            "the server's questions, and the current directory is offered as the roots"
+        )
+    if "elicitation" in str(exc):
+        return (
+            "the server asks the user for input: run the command with stdin on a terminal to answer it "
+            "(stdin is not a terminal here)"
+        )
+    return None
+
+
+def _asking(args: argparse.Namespace, console: Console) -> tuple[TerminalAsker | None, RootsProvider | None]:
+    """What the client offers the server: with ``--no-input`` nothing (scripts keep
+    today's behaviour); else the current directory as its roots (given when the
+    server asks, roots/list) and, when stdin is a terminal, the user's answers to
+    the server's questions (elicitation)."""
+    if getattr(args, "no_input", True):
+        return None, None
+    from ._prompt_user import TerminalAsker, cwd_roots, stdin_is_terminal
+
+    return (TerminalAsker(console) if stdin_is_terminal() else None), cwd_roots
+
+
+def _introduce(asker: TerminalAsker | None, client: Client, target: Target) -> None:
+    """Tell the asker which server its questions come from."""
+    if asker is not None:
+        info = client.server_info
+        asker.server = f"{info.name} ({target.label})" if info is not None else target.label
+
+
+async def _user_paced(
+    client: Client, asker: TerminalAsker | None, method: str, call: Callable[[], Awaitable[T]]
+) -> T:
+    """``call()`` within the client's timeout, except the time the user spends answering
+    the server's questions: while one is open, the asker holds the deadline. (The
+    per-request timer would count it: in the legacy era the request stays open
+    while the server waits for the user's answer.)"""
+    if asker is None:
+        return await call()
+    from ..protocol.errors import REQUEST_TIMEOUT, MCPError
+
+    limit = client.timeout
+    deadline = asyncio.timeout(limit)
+    client.timeout = None
+    try:
+        async with deadline:
+            asker.deadline = deadline
+            return await call()
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise MCPError(REQUEST_TIMEOUT, f"Request {method} timed out after {limit:g}s") from None
+    finally:
+        client.timeout = limit
+        asker.deadline = None
 
 
 def _run(coro: Coroutine[Any, Any, int]) -> int:
@@ -288,7 +359,11 @@ async def _call(
 ) -> int:
     from ..protocol import types as t
 
-    async with connected(target, console, timeout=args.timeout, verbose=args.verbose) as client:
+    asker, roots = _asking(args, console)
+    async with connected(
+        target, console, timeout=args.timeout, verbose=args.verbose, elicitation=asker, roots=roots
+    ) as client:
+        _introduce(asker, client, target)
         tools: list[t.Tool] = []
         try:
             tools = await client.list_tools()
@@ -303,11 +378,19 @@ async def _call(
                 spinner.update(f"calling {name}: {shown}" + (f" {message}" if message else ""))
 
             try:
-                result = await client.call_tool(name, arguments, timeout=args.timeout, progress=progress)
+                result = await _user_paced(
+                    client,
+                    asker,
+                    "tools/call",
+                    lambda: client.call_tool(
+                        name, arguments, timeout=None if asker else args.timeout, progress=progress
+                    ),
+                )
             except CLIError:
                 raise
             except Exception as exc:
                 err = request_error(exc, f"tool {name}")
+                err.hint = _undeclared_hint(exc, args)
                 known = [tool.name for tool in tools]
                 if tools and name not in known:
                     close = difflib.get_close_matches(name, known, n=3)
@@ -345,11 +428,19 @@ def cmd_read(args: argparse.Namespace, console: Console) -> int:
 
 
 async def _read(target: Target, uri: str, args: argparse.Namespace, console: Console) -> int:
+    asker, roots = _asking(args, console)
     async with (
-        connected(target, console, timeout=args.timeout, verbose=args.verbose) as client,
+        connected(
+            target, console, timeout=args.timeout, verbose=args.verbose, elicitation=asker, roots=roots
+        ) as client,
         Spinner(console, f"reading {uri}"),
     ):
-        result = await _request(f"read {uri}", lambda: client.read_resource(uri))
+        _introduce(asker, client, target)
+        result = await _request(
+            f"read {uri}",
+            lambda: _user_paced(client, asker, "resources/read", lambda: client.read_resource(uri)),
+            args,
+        )
     if console.json_mode:
         console.emit_json(msgspec.to_builtins(result))
         return EXIT_OK
@@ -372,11 +463,19 @@ def cmd_prompt(args: argparse.Namespace, console: Console) -> int:
 async def _prompt(
     target: Target, name: str, arguments: dict[str, Any], args: argparse.Namespace, console: Console
 ) -> int:
+    asker, roots = _asking(args, console)
     async with (
-        connected(target, console, timeout=args.timeout, verbose=args.verbose) as client,
+        connected(
+            target, console, timeout=args.timeout, verbose=args.verbose, elicitation=asker, roots=roots
+        ) as client,
         Spinner(console, f"getting prompt {name}"),
     ):
-        result = await _request(f"prompt {name}", lambda: client.get_prompt(name, arguments))
+        _introduce(asker, client, target)
+        result = await _request(
+            f"prompt {name}",
+            lambda: _user_paced(client, asker, "prompts/get", lambda: client.get_prompt(name, arguments)),
+            args,
+        )
     if console.json_mode:
         console.emit_json(msgspec.to_builtins(result))
         return EXIT_OK

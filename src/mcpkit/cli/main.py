@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn, TypeAlias
+from typing import NoReturn, TypeAlias
 
 from .._version import __version__
 from ._output import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, CLIError, Console
@@ -68,17 +68,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     if args.transport == "stdio":
         server.run("stdio")
         return 0
-    settings: dict[str, Any] = {"stateless": True} if args.stateless else {}
-    if args.workers == 1:
-        if args.redis:
-            os.environ["MCPKIT_REDIS_URL"] = args.redis
-        server.run(args.transport, host=args.host, port=args.port, **settings)
-        return 0
-    from .workers import serve_http_workers
+    from ._serve import serve_http_command
 
-    return serve_http_workers(
-        args.target, workers=args.workers, host=args.host, port=args.port, redis_url=args.redis, **settings
-    )
+    return serve_http_command(args, server, console)
 
 
 def _lazy(module: str, name: str) -> Handler:
@@ -207,8 +199,22 @@ def _client_options(p: argparse.ArgumentParser, *, one_shot: bool = True) -> Non
         metavar="SECONDS",
         help="connect and request timeout (default: the config entry's timeout, else 30)",
     )
-    p.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr and log messages")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show the server's stderr and its log messages (all levels, both eras)",
+    )
     _add_json(p)
+
+
+def _add_no_input(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-input",
+        action="store_true",
+        help="never ask: declare neither elicitation nor roots to the server (for scripts; "
+        "without it, a terminal on stdin answers the server's questions, and roots are this directory)",
+    )
 
 
 def _add_words(p: argparse.ArgumentParser, metavar: str | None = None) -> None:
@@ -272,12 +278,15 @@ def _add_call(commands: Commands) -> None:
         usage="mcpkit call TARGET TOOL [key=value ...] [--json-args '{...}'] [options]",
         description="Call TOOL. key=value values are JSON when they parse as JSON (n=3, ok=true, "
         "tags='[\"a\"]'), else strings (a property the tool declares as a string stays a string). "
-        "A tool result with isError exits with 4 and its text on stderr.",
+        "A tool result with isError exits with 4 and its text on stderr. When the tool asks the user "
+        "for input (elicitation), a terminal on stdin answers it with a form; the current directory is "
+        "offered as the client's roots.",
     )
     _add_words(call)
     call.add_argument(
         "--json-args", metavar="JSON", help="all arguments as one JSON object (or @FILE, or - for stdin)"
     )
+    _add_no_input(call)
     _client_options(call)
     call.set_defaults(func=_lazy("_use", "cmd_call"))
 
@@ -285,6 +294,7 @@ def _add_call(commands: Commands) -> None:
 def _add_read(commands: Commands) -> None:
     read = commands.add_parser("read", help="read a resource", usage="mcpkit read TARGET URI [options]")
     _add_words(read)
+    _add_no_input(read)
     _client_options(read)
     read.set_defaults(func=_lazy("_use", "cmd_read"))
 
@@ -294,6 +304,7 @@ def _add_prompt(commands: Commands) -> None:
         "prompt", help="get a prompt", usage="mcpkit prompt TARGET NAME [key=value ...] [options]"
     )
     _add_words(prompt)
+    _add_no_input(prompt)
     _client_options(prompt)
     prompt.set_defaults(func=_lazy("_use", "cmd_prompt"))
 

@@ -46,6 +46,7 @@ __all__ = [
     "check_workers",
     "serve_http_workers",
     "worker_app",
+    "worker_settings",
 ]
 
 logger = logging.getLogger("mcpkit.http")
@@ -112,6 +113,19 @@ def worker_environment(
     return env
 
 
+def worker_settings(
+    workers: int, settings: Mapping[str, Any], *, redis_url: str | None = None
+) -> dict[str, Any]:
+    """The HTTP settings every worker serves with: ``settings``, less what N
+    workers cannot share without Redis."""
+    out = dict(settings)
+    if workers > 1 and not (redis_url or os.environ.get(ENV_REDIS_URL)):
+        # An HTTP+SSE (2024-11-05) session lives on the worker holding its GET
+        # stream; without Redis a POST reaching another worker could not find it.
+        out.setdefault("sse_path", None)
+    return out
+
+
 def serve_http_workers(
     target: str,
     *,
@@ -120,11 +134,14 @@ def serve_http_workers(
     port: int = 8000,
     log_level: str = "warning",
     redis_url: str | None = None,
+    sock: socket.socket | None = None,
     **settings: Any,
 ) -> int:
     """Serve the server of ``target`` on http://host:port with ``workers`` processes (blocking).
 
-    Returns 0 after SIGTERM/SIGINT, 1 when the workers could not start.
+    ``sock``: the listening socket to share (see :func:`bind_socket`), bound by
+    the caller; else host:port is bound here. Returns 0 after SIGTERM/SIGINT, 1
+    when the workers could not start.
     """
     import uvicorn
     from uvicorn.supervisors import Multiprocess
@@ -134,11 +151,7 @@ def serve_http_workers(
         logger.warning(
             "mcpkit HTTP server listening on all interfaces (%s): protect it with authentication", host
         )
-    settings = {**settings, "host": host}
-    if workers > 1 and not (redis_url or os.environ.get(ENV_REDIS_URL)):
-        # An HTTP+SSE (2024-11-05) session lives on the worker holding its GET
-        # stream; without Redis a POST reaching another worker could not find it.
-        settings.setdefault("sse_path", None)
+    settings = {**worker_settings(workers, settings, redis_url=redis_url), "host": host}
     worker_environment(target, workers, settings, redis_url=redis_url)
     grace = float(settings.get("shutdown_grace", HTTPSettings.shutdown_grace))
     config = uvicorn.Config(
@@ -152,11 +165,12 @@ def serve_http_workers(
         access_log=False,
         timeout_graceful_shutdown=int(grace) + 1,
     )
-    try:
-        sock = bind_socket(host, port)
-    except OSError as exc:
-        logger.error("cannot listen on %s:%d: %s", host, port, exc)
-        return 1
+    if sock is None:
+        try:
+            sock = bind_socket(host, port)
+        except OSError as exc:
+            logger.error("cannot listen on %s:%d: %s", host, port, exc)
+            return 1
     try:
         supervisor = Multiprocess(config, sockets=[sock])
         supervisor.run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from typing import TYPE_CHECKING, Any
 
 from .app import HTTPSettings, StreamableHTTPApp
@@ -39,11 +40,15 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "warning",
+    sockets: list[socket.socket] | None = None,
     **settings: Any,
 ) -> None:
     """Serve ``server`` on http://host:port until SIGTERM/SIGINT (then drain and stop).
 
-    Without the ``http`` extra this raises :class:`ImportError` saying which extra to install.
+    ``sockets``: already listening sockets to accept on instead of binding host:port
+    (``mcpkit run`` binds first, to report a taken port in one line and print where
+    it serves only once it does). Without the ``http`` extra this raises
+    :class:`ImportError` saying which extra to install.
     """
     problem = http_extra_missing()
     if problem is not None:
@@ -78,4 +83,4 @@ async def serve_http(
             await app.drain()
             self.should_exit = True
 
-    await _DrainingServer(config).serve()
+    await _DrainingServer(config).serve(sockets=sockets)
