@@ -17,6 +17,7 @@ official-SDK server and the npm reference server.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pty
@@ -26,6 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -212,16 +214,19 @@ def test_run_http_port_in_use_is_one_line(workers: list[str]) -> None:
 class Terminal:
     """``mcpkit ARGS`` with stdin, stdout and stderr on a pseudo-terminal, as in a shell."""
 
-    def __init__(self, args: Sequence[str], cwd: Path = ROOT) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path = ROOT, *, stderr_to: int | None = None) -> None:
         master, slave = pty.openpty()
         self.proc = subprocess.Popen(
             [str(MCPKIT_BIN), *args],
             stdin=slave,
             stdout=slave,
-            stderr=slave,
+            stderr=slave if stderr_to is None else stderr_to,
             env=base_env({"NO_COLOR": "1", "COLUMNS": "200", "LINES": "40"}),
             cwd=cwd,
             start_new_session=True,
+            # The pseudo-terminal becomes the command's controlling terminal (/dev/tty), as a
+            # shell's terminal is.
+            preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
         )
         os.close(slave)
         self.master = master
@@ -338,6 +343,26 @@ def test_call_user_declines_or_cancels(protocol: str, answer: str | None, action
     code, tail = term.finish()
     assert code == 0, tail
     assert _result(tail) == {"action": action, "content": None}
+
+
+def test_call_asks_on_the_terminal_when_stderr_is_redirected(tmp_path: Path) -> None:
+    """``mcpkit call ... 2>log`` from a shell: the form still reaches the user (on /dev/tty)."""
+    with (tmp_path / "log").open("wb") as log:
+        term = Terminal(["call", str(ASKING), "signup"], stderr_to=log.fileno())
+        term.expect("fill in the form (f), decline (d) or cancel (c)? [f]: ")
+        term.type("")
+        term.expect("What to call you: ")
+        term.type("Bob")
+        for prompt in ("age (integer, 0 to 150): ", "[green]: ", "plan (1 Free, 2 Pro): ", "[n]: ", "[s]: "):
+            term.expect(prompt)
+            term.type("")
+        code, tail = term.finish()
+    assert code == 0, tail
+    assert _result(tail) == {
+        "action": "accept",
+        "content": {"name": "Bob", "color": "green", "subscribe": False},
+    }
+    assert "asks:" not in (tmp_path / "log").read_text()
 
 
 def test_call_no_input_on_a_terminal_asks_nothing() -> None:

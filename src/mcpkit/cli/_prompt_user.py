@@ -29,7 +29,7 @@ import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import IO, TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
 from ._output import Console
@@ -43,6 +43,7 @@ __all__ = [
     "TerminalAsker",
     "cwd_roots",
     "form_fields",
+    "question_stream",
     "read_terminal_line",
     "stdin_is_terminal",
 ]
@@ -62,6 +63,17 @@ def stdin_is_terminal() -> bool:
         return sys.stdin is not None and sys.stdin.isatty()
     except (AttributeError, ValueError, OSError):
         return False
+
+
+def question_stream(console: Console) -> IO[str] | None:
+    """Where to ask the user: stderr when it is a terminal, else the controlling terminal
+    (``2>log`` must not hide the form from the user typing its answers), else None."""
+    if console.err_tty:
+        return console.err
+    try:
+        return open("/dev/tty", "w", encoding="utf-8")  # kept open while the command runs
+    except OSError:
+        return None
 
 
 def cwd_roots() -> list[t.Root]:
@@ -323,9 +335,13 @@ class TerminalAsker:
     Questions that arrive together are asked one after the other.
     """
 
-    def __init__(self, console: Console, reader: LineReader = read_terminal_line) -> None:
+    def __init__(
+        self, console: Console, reader: LineReader = read_terminal_line, out: IO[str] | None = None
+    ) -> None:
         self.console = console
         self.read = reader
+        #: Where the questions go: stderr, or the terminal itself when stderr is redirected.
+        self.out = out if out is not None else console.err
         self.server = "the server"
         self.deadline: asyncio.Timeout | None = None
         self._lock: asyncio.Lock | None = None
@@ -439,8 +455,8 @@ class TerminalAsker:
                 return text[0]
 
     async def _line(self, prompt: str) -> str:
-        self.console.err.write(prompt)
-        self.console.err.flush()
+        self.out.write(prompt)
+        self.out.flush()
         text = await self.read()
         if text is None:
             self._say("")
@@ -448,11 +464,11 @@ class TerminalAsker:
         return text
 
     def _say(self, text: str) -> None:
-        self.console.err.write(text + "\n")
-        self.console.err.flush()
+        self.out.write(text + "\n")
+        self.out.flush()
 
     def _bold(self, text: str) -> str:
-        return self.console.style(text, "bold", stream="err")
+        return self.console.style(text, "bold", stream="err") if self.out is self.console.err else text
 
     def _dim(self, text: str) -> str:
-        return self.console.style(text, "dim", stream="err")
+        return self.console.style(text, "dim", stream="err") if self.out is self.console.err else text

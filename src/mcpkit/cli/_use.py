@@ -149,9 +149,10 @@ def _asking(args: argparse.Namespace, console: Console) -> tuple[TerminalAsker |
     the server's questions (elicitation)."""
     if getattr(args, "no_input", True):
         return None, None
-    from ._prompt_user import TerminalAsker, cwd_roots, stdin_is_terminal
+    from ._prompt_user import TerminalAsker, cwd_roots, question_stream, stdin_is_terminal
 
-    return (TerminalAsker(console) if stdin_is_terminal() else None), cwd_roots
+    out = question_stream(console) if stdin_is_terminal() else None
+    return (TerminalAsker(console, out=out) if out is not None else None), cwd_roots
 
 
 def _introduce(asker: TerminalAsker | None, client: Client, target: Target) -> None:
