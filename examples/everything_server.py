@@ -32,6 +32,7 @@ import json
 from typing import Any
 
 from mcpkit import Context, Elicit, ListRoots, MCPServer, Sample
+from mcpkit.protocol.errors import INTERNAL_ERROR, MCPError
 from mcpkit.protocol.types import (
     AudioContent,
     EmbeddedResource,
@@ -496,6 +497,65 @@ async def test_input_required_result_prompt(ctx: Context) -> str:
         key="user_context",
     )
     return f"Prompt built with context: {_field(result.content, 'context')}"
+
+
+# -- tools: tasks (the io.modelcontextprotocol/tasks extension, 2026-07-28) -----------------
+
+
+@server.tool()
+def greet(name: str) -> str:
+    """A plain tool: never a task."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Sleeps ``seconds`` seconds as a task (for clients that declared tasks)."""
+    await asyncio.sleep(seconds)
+    return f"computed {label} after {seconds:g}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """A task whose tool fails (an isError result: the task completes)."""
+    await asyncio.sleep(1)
+    raise RuntimeError("the job failed")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """A task that fails with a protocol error (the task fails)."""
+    await asyncio.sleep(0.1)
+    raise MCPError(INTERNAL_ERROR, "the job hit a protocol error")
+
+
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}
+
+
+@server.tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Parks the task on one elicitation, then completes."""
+    answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA)
+    confirmed = answer.action == "accept" and _field(answer.content, "confirm") is True
+    return f"{'deleted' if confirmed else 'kept'} {filename}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Two elicitations at once: the task waits until both are answered."""
+    name, confirm = await asyncio.gather(
+        ctx.elicit("What is your name?", NAME_SCHEMA), ctx.elicit("Go ahead?", CONFIRM_SCHEMA)
+    )
+    return f"name={_field(name.content, 'name')} confirm={_field(confirm.content, 'confirm')}"
+
+
+@server.tool(task="required", task_after=None)
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name in a multi round-trip exchange, then goes on as a task."""
+    result = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await asyncio.sleep(0.1)
+    return f"Hello, {_field(result.content, 'name')}, from a task!"
 
 
 # -- completion -----------------------------------------------------------------------

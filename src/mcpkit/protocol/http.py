@@ -174,6 +174,11 @@ def _at(arguments: Any, path: tuple[str, ...]) -> Any:
     return arguments
 
 
+_NAMED_METHODS = frozenset(
+    {"tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel"}
+)
+
+
 def validate_modern_headers(
     headers: Mapping[str, str],
     method: str,
@@ -204,7 +209,8 @@ def validate_modern_headers(
         raise _mismatch("the Mcp-Method header is required")
     if sent_method.strip() != method:
         raise _mismatch(f"Mcp-Method header {sent_method.strip()!r} does not match body method {method!r}")
-    if method in ("tools/call", "prompts/get", "resources/read"):
+    # tasks/*: Mcp-Name carries params.taskId (SEP-2663 "Streamable HTTP: Routing Headers").
+    if method in _NAMED_METHODS:
         sent_name = headers.get(NAME)
         if sent_name is None:
             raise _mismatch("the Mcp-Name header is required for " + method)

@@ -51,8 +51,10 @@ class LifecycleState(enum.Enum):
 LEGACY_ONLY_METHODS = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
-# Introduced in 2026-07-28.
-MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen"})
+# Introduced in 2026-07-28 (with the tasks extension's methods, SEP-2663).
+MODERN_ONLY_METHODS = frozenset(
+    {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
+)
 
 
 class RequestScope(msgspec.Struct):

@@ -21,6 +21,7 @@ from .auth import Principal
 from .errors import INVALID_PARAMS, PARSE_ERROR, MCPError
 from .jsonrpc import Request
 from .lifecycle import RequestScope
+from .tasks import TaskParams, UpdateTaskParams
 
 __all__ = ["SERVER_METHODS", "ServerRequest", "decode_request"]
 
@@ -68,12 +69,14 @@ class ServerRequest(msgspec.Struct):
 
     @property
     def target(self) -> str | None:
-        """The tool or prompt name, or the resource URI, a request is about."""
+        """The tool or prompt name, the resource URI or the task id a request is about."""
         params = self.params
         if isinstance(params, _NAMED):
             return params.name
         if isinstance(params, t.UriParams):
             return params.uri
+        if isinstance(params, TaskParams):
+            return params.task_id
         return None
 
     @property
@@ -108,6 +111,10 @@ SERVER_METHODS: dict[str, msgspec.json.Decoder[Any]] = {
     "completion/complete": _decoder(t.CompleteParams),
     "logging/setLevel": _decoder(t.SetLevelParams),
     "subscriptions/listen": _decoder(t.ListenParams),
+    # The tasks extension (io.modelcontextprotocol/tasks, 2026-07-28 era).
+    "tasks/get": _decoder(TaskParams),
+    "tasks/update": _decoder(UpdateTaskParams),
+    "tasks/cancel": _decoder(TaskParams),
 }
 
 _EMPTY = b"{}"

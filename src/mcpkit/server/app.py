@@ -15,6 +15,7 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.requests import ServerRequest
+from ..protocol.tasks import TASKS_EXTENSION
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.channel import Channel
@@ -35,6 +36,7 @@ from .middleware import (
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
+from .tasks import TaskManager, TaskSettings
 from .tools import ToolOptions, ToolRegistry
 
 __all__ = ["MCPServer"]
@@ -81,6 +83,7 @@ class MCPServer:
         state_secret: bytes | str | None = None,
         bus: NotificationBus | None = None,
         middleware: Sequence[Middleware] = (),
+        tasks: TaskSettings | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -114,6 +117,9 @@ class MCPServer:
         self._resources = ResourceRegistry()
         self._prompts = PromptRegistry()
         self._completer: Completer | None = None
+        #: The tasks of this server (tasks extension): see :class:`TaskSettings`.
+        self.tasks = TaskManager(tasks)
+        self._holders = 0  # entries of running() not yet left
         #: Carries list changes and resource updates to connections and subscriptions.
         self.bus: NotificationBus = bus if bus is not None else LocalBus()
         #: Set when the server is shutting down: long-lived requests end gracefully.
@@ -184,6 +190,8 @@ class MCPServer:
         scopes: Sequence[str] = (),
         rate_limit: str | Rate | Limiter | None = None,
         timeout: float | None = None,
+        task: Literal["optional", "required"] | None = None,
+        task_after: float | None = 0.0,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
 
@@ -205,6 +213,14 @@ class MCPServer:
         tool then runs in a thread, unless ``threaded=False``; a thread cannot be
         interrupted, only abandoned). Both are enforced around this tool only:
         the middleware chain is unchanged.
+
+        ``task`` lets a call be answered with a task handle (the tasks
+        extension, for clients that declared it in the request): ``"optional"``
+        (other clients get the result directly) or ``"required"`` (other
+        clients get ``-32021``). ``task_after`` says when a call becomes a task:
+        at once (``0``), once it has run that many seconds (a quicker call is
+        answered directly), or (``None``) only when the handler calls
+        ``await ctx.start_task()``. See :mod:`mcpkit.server.tasks`.
         """
         if callable(name):
             raise TypeError("use @server.tool() with parentheses")
@@ -223,6 +239,8 @@ class MCPServer:
             scopes=frozenset(scopes),
             rate_limit=rate_limit,
             timeout=timeout,
+            task=task,
+            task_after=task_after,
         )
 
         def register(fn: F) -> F:
@@ -443,6 +461,8 @@ class MCPServer:
             prompts={"listChanged": True},
             logging={},
             completions={},
+            # 2026-07-28 extensions, declared in server/discover (SEP-2663 "Capability Negotiation").
+            extensions={TASKS_EXTENSION: {}} if modern else UNSET,
         )
 
     async def _complete(self, params: t.CompleteParams, ctx: Context) -> t.CompleteResult:
@@ -496,16 +516,24 @@ class MCPServer:
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[MCPServer]:
-        """Enter the lifespan hook (if any) for the server's lifetime."""
-        if self.lifespan is None:
-            yield self
-            return
-        async with self.lifespan(self) as state:
-            self.lifespan_state = state
-            try:
+        """Enter the lifespan hook (if any) for the server's lifetime; when the last
+        holder leaves, task handlers still running here are stopped (their tasks end
+        ``failed``)."""
+        self._holders += 1
+        try:
+            if self.lifespan is None:
                 yield self
-            finally:
-                self.lifespan_state = None
+                return
+            async with self.lifespan(self) as state:
+                self.lifespan_state = state
+                try:
+                    yield self
+                finally:
+                    self.lifespan_state = None
+        finally:
+            self._holders -= 1
+            if not self._holders:
+                await self.tasks.close()
 
     async def serve_stdio(self) -> None:
         """Serve one client on this process's stdin/stdout until EOF or SIGTERM."""

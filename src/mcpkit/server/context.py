@@ -18,6 +18,7 @@ from .mrtr import InputRequired, RoundTrip
 
 if TYPE_CHECKING:
     from .dispatcher import ServerDispatcher
+    from .tasks import TaskRun
 
 __all__ = ["Context", "Elicit", "InputRequest", "ListRoots", "Sample"]
 
@@ -50,13 +51,20 @@ class Context:
             ...
     """
 
-    __slots__ = ("_conn", "_scope", "_trip", "request", "request_id")
+    __slots__ = ("_conn", "_scope", "_task", "_trip", "request", "request_id")
 
-    def __init__(self, conn: ServerDispatcher, request: ServerRequest, trip: RoundTrip | None = None) -> None:
+    def __init__(
+        self,
+        conn: ServerDispatcher,
+        request: ServerRequest,
+        trip: RoundTrip | None = None,
+        task: TaskRun | None = None,
+    ) -> None:
         assert request.scope is not None, "a Context is made for an admitted request"
         self._conn = conn
         self._scope: RequestScope = request.scope
         self._trip = trip
+        self._task = task
         #: The request being served, as decoded (method, typed params, ``_meta``, principal, transport).
         self.request = request
         self.request_id = request.id
@@ -133,12 +141,40 @@ class Context:
         """The :class:`MCPServer` serving this request."""
         return self._conn.server
 
+    # -- tasks ---------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The task this call runs as (tasks extension), or None while it answers directly."""
+        return self._task.task_id if self._task is not None else None
+
+    async def start_task(self) -> None:
+        """Answer the client with a task handle now and go on in the background.
+
+        Only for a tool registered with ``task=...``, called by a client that
+        declared the tasks extension; elsewhere it does nothing and the call
+        goes on as an ordinary one. Input requests made before it are multi
+        round-trip exchanges of the call itself; after it, they park the task
+        until ``tasks/update`` answers them.
+        """
+        if self._task is not None:
+            await self._task.start()
+
     # -- progress and logging ------------------------------------------------
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` if the client asked for progress on this request."""
+        """Send ``notifications/progress`` if the client asked for progress on this request.
+
+        In a task, the progress becomes the task's ``statusMessage`` instead (the
+        tasks extension sends no progress notifications).
+        """
+        task = self._task
+        if task is not None and task.task_id is not None:
+            shown = f"{progress:g}" if total is None else f"{progress:g}/{total:g}"
+            await task.progress(f"{message} ({shown})" if message else shown)
+            return
         token = self._scope.progress_token
         if token is None:
             return
@@ -156,6 +192,8 @@ class Context:
         Modern requests carry their own threshold in ``_meta`` and get nothing
         when they set none (2026-07-28 server/utilities/logging).
         """
+        if self._task is not None and self._task.task_id is not None:
+            return  # not sent for tasks (tasks extension "Task Status Notifications")
         threshold = self._scope.log_level if self._scope.is_modern else self._conn.lifecycle.log_level
         if self._scope.is_modern and threshold is None:
             return
@@ -240,10 +278,20 @@ class Context:
         Legacy era: the requests go to the client concurrently, as server-to-client
         requests. Modern era: they are returned together in one ``input_required``
         result and this handler runs again, from the top, when the client retries
-        with the answers.
+        with the answers. In a task: the task waits in ``input_required`` until
+        ``tasks/update`` has brought every answer.
         """
         for request in requests.values():
             self._require(request.capability)
+        task = self._task
+        if task is not None and task.task_id is not None:
+            named = {given: task.key(given or r.method.rsplit("/", 1)[-1]) for given, r in requests.items()}
+            raw = await task.ask(
+                {named[given]: {"method": r.method, "params": r.params()} for given, r in requests.items()}
+            )
+            return {
+                given: msgspec.convert(raw[key], requests[given].result_type) for given, key in named.items()
+            }
         if not self._scope.is_modern:
             keys = list(requests)
             raws = await asyncio.gather(

@@ -27,6 +27,7 @@ from ..protocol.jsonrpc import Notification, Request, decode_raw
 from ..protocol.lifecycle import Era, RequestScope, ServerLifecycle
 from ..protocol.meta import SERVER_INFO, SUBSCRIPTION_ID
 from ..protocol.requests import SERVER_METHODS, ServerRequest, decode_request
+from ..protocol.tasks import declares_tasks, missing_tasks_capability
 from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.bus import ChangeEvent
@@ -373,6 +374,18 @@ async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
     if _hidden(conn, request, "tool", name):
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # exactly as if it did not exist
     tool = conn.server._tools.get(name)
+    mode, after = tool.options.task, tool.options.task_after
+    if mode is None and conn.server.tasks.settings.after is not None:
+        mode, after = "optional", conn.server.tasks.settings.after  # the server-wide policy
+    if mode is not None and _scope(request).is_modern:
+        if declares_tasks(_scope(request).client_capabilities):
+            trip = _round_trip(conn, request)
+            try:
+                return await conn.server.tasks.call_tool(conn, request, tool, trip, after)
+            except InputRequired as exc:
+                return _input_required(conn, exc, trip)
+        if mode == "required":
+            raise missing_tasks_capability(f"the tool {name!r} needs")
     if tool.signature.context_param is None:
         return await tool.call(request.arguments, None)
     trip = _round_trip(conn, request)
@@ -525,6 +538,30 @@ async def _listen(conn: ServerDispatcher, request: ServerRequest) -> Any:
     return t.EmptyResult(meta=dict(tag))
 
 
+def _tasks_owner(request: ServerRequest) -> str | None:
+    """The caller a task request acts for (tasks are bound to their creator's principal)."""
+    if not declares_tasks(_scope(request).client_capabilities):
+        raise missing_tasks_capability()  # SEP-2663 "Error Handling": tasks/* need the extension
+    return request.principal.key if request.principal is not None else None
+
+
+async def _tasks_get(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    owner = _tasks_owner(request)
+    return await conn.server.tasks.get(request.params.task_id, owner)
+
+
+async def _tasks_update(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    owner = _tasks_owner(request)
+    await conn.server.tasks.update(request.params.task_id, owner, request.params.input_responses)
+    return t.EmptyResult()
+
+
+async def _tasks_cancel(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    owner = _tasks_owner(request)
+    await conn.server.tasks.cancel(request.params.task_id, owner)
+    return t.EmptyResult()
+
+
 async def _set_level(conn: ServerDispatcher, request: ServerRequest) -> Any:
     conn.lifecycle.log_level = request.params.level
     return t.EmptyResult()
@@ -547,5 +584,8 @@ _METHODS: dict[str, Handler] = {
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
     "subscriptions/listen": _listen,
+    "tasks/get": _tasks_get,
+    "tasks/update": _tasks_update,
+    "tasks/cancel": _tasks_cancel,
 }
 assert _METHODS.keys() == SERVER_METHODS.keys()

@@ -63,6 +63,7 @@ METHOD_HOOKS: dict[str, str] = {
     "logging/setLevel": "on_set_level",
     "subscriptions/listen": "on_listen",
 }
+# (tasks/get, tasks/update and tasks/cancel pass through on_request only.)
 
 
 class Middleware:

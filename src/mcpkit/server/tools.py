@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET
@@ -55,6 +55,12 @@ class ToolOptions:
     rate_limit: str | Rate | Limiter | None = None
     #: Seconds a call may run before it is cancelled and answers ``isError`` "timed out".
     timeout: float | None = None
+    #: Whether a call may be answered with a task handle (tasks extension): ``"optional"``
+    #: (for clients that declared the extension), ``"required"`` (others get -32021), or None.
+    task: Literal["optional", "required"] | None = None
+    #: When a call becomes a task: at once (0), after that many seconds, or (None) only
+    #: when the handler calls ``ctx.start_task()``.
+    task_after: float | None = 0.0
 
 
 @dataclass(slots=True)
@@ -76,7 +82,7 @@ class RegisteredTool:
     def runs_inline(self) -> bool:
         """True when a call completes on the event loop without awaiting anything."""
         runner = self.runner
-        if runner is None or self.guard is not None:
+        if runner is None or self.guard is not None or self.options.task is not None:
             return False
         return runner.inline and self.signature.context_param is None
 
@@ -190,8 +196,14 @@ class ToolRegistry:
             icons=_set(options.icons),
             meta=_set(options.meta),
         )
+        if options.task not in (None, "optional", "required"):
+            raise ValueError(f"task must be 'optional', 'required' or None, not {options.task!r}")
+        if options.task_after is not None and options.task_after < 0:
+            raise ValueError("task_after must be seconds >= 0 or None")
         guard = None
         threaded = options.threaded
+        if options.task is not None and threaded is None:
+            threaded = True  # a task runs in the background: a sync body must not block the loop
         if options.rate_limit is not None or options.timeout is not None:
             guard = ToolGuard(tool_name, options.rate_limit, options.timeout)
             if options.timeout is not None and threaded is None:

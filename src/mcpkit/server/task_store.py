@@ -1,0 +1,125 @@
+"""Where tasks are kept: the :class:`TaskStore` protocol and the in-memory store.
+
+A store holds :class:`~mcpkit.protocol.tasks.TaskRecord` values by task id and
+changes one atomically (:meth:`TaskStore.modify`); every change bumps the
+record's ``version``, which :meth:`TaskStore.wait` watches, so the process
+running a task learns of answers (``tasks/update``) and cancellation
+(``tasks/cancel``) however they reached the store. Records are kept encoded
+(JSON), as a store shared between processes must keep them: what one process
+can store, any other can read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Protocol, TypeVar, runtime_checkable
+
+import msgspec
+
+from ..protocol.tasks import TaskRecord
+
+__all__ = ["MemoryTaskStore", "TaskStore"]
+
+T = TypeVar("T")
+
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder(TaskRecord).decode
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Keeps task records; every operation is atomic on one record."""
+
+    #: Whether the store is shared between processes (then a task's worker may be elsewhere).
+    shared: bool
+
+    async def create(self, record: TaskRecord) -> None:
+        """Store a new record; readable by :meth:`get` (from any process) once this returns."""
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """A copy of the record, or None (unknown, or purged after its TTL)."""
+
+    async def modify(self, task_id: str, change: Callable[[TaskRecord], T]) -> tuple[TaskRecord, T] | None:
+        """Apply ``change`` to the record atomically (``change`` may run more than once
+        when another writer interferes); the record after it and what ``change``
+        returned, or None for an unknown task."""
+
+    async def wait(self, task_id: str, version: int, timeout: float) -> None:
+        """Return once the record's version differs from ``version``, or after ``timeout`` seconds."""
+
+    async def count_active(self, owner: str | None) -> int:
+        """How many tasks of ``owner`` have not ended."""
+
+    async def purge(self, now: float) -> int:
+        """Forget the tasks whose TTL has run out; how many."""
+
+
+class MemoryTaskStore:
+    """Tasks of this process, in memory (the default): lost when the process stops."""
+
+    shared = False
+
+    def __init__(self) -> None:
+        self._records: dict[str, bytes] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+
+    async def create(self, record: TaskRecord) -> None:
+        """Store ``record``."""
+        self._records[record.task_id] = _encode(record)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The record (a copy), or None."""
+        data = self._records.get(task_id)
+        return _decode(data) if data is not None else None
+
+    async def modify(self, task_id: str, change: Callable[[TaskRecord], T]) -> tuple[TaskRecord, T] | None:
+        """Apply ``change`` (nothing else runs meanwhile: one event loop, no await inside)."""
+        data = self._records.get(task_id)
+        if data is None:
+            return None
+        record = _decode(data)
+        before = record.version
+        outcome = change(record)
+        encoded = _encode(record)
+        if encoded != data:
+            record.version = before + 1
+            self._records[task_id] = _encode(record)
+            event = self._changed.pop(task_id, None)
+            if event is not None:
+                event.set()
+        return record, outcome
+
+    async def wait(self, task_id: str, version: int, timeout: float) -> None:
+        """Wait for a change of the record past ``version`` (or ``timeout``)."""
+        current = await self.get(task_id)
+        if current is None or current.version != version:
+            return
+        event = self._changed.get(task_id)
+        if event is None:
+            event = self._changed[task_id] = asyncio.Event()
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def count_active(self, owner: str | None) -> int:
+        """Tasks of ``owner`` still working or waiting for input."""
+        count = 0
+        for data in self._records.values():
+            record = _decode(data)
+            if record.owner == owner and not record.terminal:
+                count += 1
+        return count
+
+    async def purge(self, now: float | None = None) -> int:
+        """Forget expired tasks."""
+        now = time.time() if now is None else now
+        gone = [tid for tid, data in self._records.items() if _decode(data).expired(now)]
+        for task_id in gone:
+            del self._records[task_id]
+            event = self._changed.pop(task_id, None)
+            if event is not None:
+                event.set()
+        return len(gone)

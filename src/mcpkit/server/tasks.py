@@ -1,0 +1,381 @@
+"""Tasks (the ``io.modelcontextprotocol/tasks`` extension), server side.
+
+A tool registered with ``task="optional"`` or ``task="required"`` may be
+answered with a task handle instead of its result, when the client declared
+the extension in that request: the handler goes on in the background, the
+client polls ``tasks/get``, answers input requests with ``tasks/update`` and
+may ``tasks/cancel``. When a call becomes a task is the server's choice
+(SEP-2663 "Capability Negotiation"): at once (``task_after=0``, the default),
+when it outlives ``task_after`` seconds, or when the handler says so
+(``await ctx.start_task()``). Until then its input requests are multi
+round-trip exchanges of the call itself; once it is a task they park the task
+in ``input_required`` until ``tasks/update`` brings the answers.
+
+Records live in a :class:`~mcpkit.server.task_store.TaskStore` (in memory by
+default), bound to the principal that created them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..protocol.errors import INTERNAL_ERROR, RATE_LIMITED, MCPError
+from ..protocol.requests import ServerRequest
+from ..protocol.tasks import DetailedTask, TaskRecord, new_task_id, task_not_found
+from .mrtr import InputRequired, RoundTrip
+from .task_store import MemoryTaskStore, TaskStore
+
+if TYPE_CHECKING:
+    from .dispatcher import ServerDispatcher
+    from .tools import RegisteredTool
+
+__all__ = ["TaskManager", "TaskRun", "TaskSettings"]
+
+logger = logging.getLogger("mcpkit.tasks")
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """How a server keeps tasks (``MCPServer(tasks=TaskSettings(...))``).
+
+    ``ttl``: seconds a task and its result are kept from its creation (None:
+    until the process ends); ``poll_interval``: the polling interval suggested
+    to clients; ``max_active``: tasks one principal may have working or waiting
+    for input at once (more are refused with ``-32010``); ``max_result_bytes``:
+    a larger result fails the task instead; ``after``: a server-wide policy,
+    making a call of *any* tool a task when it outlives that many seconds (for
+    clients that declared the extension); ``store``: where records are kept
+    (in this process's memory by default); ``heartbeat``: how often a running
+    task proves its process alive in a shared store (a task whose process has
+    not for three heartbeats is failed).
+    """
+
+    ttl: float | None = 3600.0
+    poll_interval: float = 1.0
+    max_active: int = 100
+    max_result_bytes: int = 16 * 1024 * 1024
+    after: float | None = None
+    store: TaskStore | None = None
+    heartbeat: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.ttl is not None and self.ttl <= 0:
+            raise ValueError("ttl must be positive seconds or None")
+        if self.poll_interval <= 0 or self.heartbeat <= 0:
+            raise ValueError("poll_interval and heartbeat must be positive seconds")
+        if self.max_active < 1 or self.max_result_bytes < 1:
+            raise ValueError("max_active and max_result_bytes must be positive")
+
+
+class TaskRun:
+    """One handler that is (or may become) a task: what its :class:`Context` talks to."""
+
+    def __init__(self, manager: TaskManager, request: ServerRequest, owner: str | None) -> None:
+        self.manager = manager
+        self.request = request
+        self.owner = owner
+        #: Set once the call has become a task.
+        self.task_id: str | None = None
+        self._promote = asyncio.Event()
+        self._promoted: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._keys: set[str] = set()
+
+    async def start(self) -> None:
+        """Become a task now (no-op if it already is)."""
+        if self.task_id is not None:
+            return
+        self._promote.set()
+        await asyncio.shield(self._promoted)
+
+    def key(self, wanted: str) -> str:
+        """An input request key not used before in this task (SEP-2663: keys are never reused)."""
+        key, n = wanted, 1
+        while key in self._keys:
+            n += 1
+            key = f"{wanted}-{n}"
+        self._keys.add(key)
+        return key
+
+    async def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Park the task on ``requests`` until ``tasks/update`` has answered every one."""
+        task_id = self.task_id
+        assert task_id is not None
+        store = self.manager.store
+        asked = await store.modify(task_id, lambda record: record.ask(requests, time.time()))
+        if asked is None:
+            raise asyncio.CancelledError  # purged under us
+        keys = list(requests)
+        while True:
+            taken = await store.modify(task_id, lambda record: record.take(keys))
+            if taken is None or taken[0].terminal:
+                raise asyncio.CancelledError  # cancelled or failed meanwhile: nobody will answer
+            record, answers = taken
+            if answers is not None:
+                return answers
+            await store.wait(task_id, record.version, self.manager.settings.heartbeat)
+
+    async def progress(self, message: str) -> None:
+        """Show ``message`` as the task's ``statusMessage``."""
+        assert self.task_id is not None
+
+        def note(record: TaskRecord) -> None:
+            if not record.terminal:
+                record.status_message = message
+                record.last_updated_at = time.time()
+
+        await self.manager.store.modify(self.task_id, note)
+
+
+class TaskManager:
+    """The tasks of one server: creating them, running their handlers, answering ``tasks/*``."""
+
+    def __init__(self, settings: TaskSettings | None = None) -> None:
+        self.settings = settings or TaskSettings()
+        self.store: TaskStore = self.settings.store or MemoryTaskStore()
+        #: Handlers running as tasks in this process, by task id.
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        self._closing = False
+        self._purged = 0.0
+
+    # -- tools/call --------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        conn: ServerDispatcher,
+        request: ServerRequest,
+        tool: RegisteredTool,
+        trip: RoundTrip | None,
+        after: float | None,
+    ) -> Any:
+        """Run a call that may become a task: its result, or a ``CreateTaskResult``."""
+        from .context import Context
+
+        run = TaskRun(self, request, request.principal.key if request.principal is not None else None)
+        call = tool.call(request.arguments, Context(conn, request, trip, run))
+        if after is not None and after <= 0:
+            try:
+                record = await self._create(run)
+            except BaseException:
+                call.close()
+                raise
+            self._adopt(run, asyncio.ensure_future(call))
+            return record.created()
+        handler = asyncio.ensure_future(call)
+        promote = asyncio.ensure_future(run._promote.wait())
+        try:
+            await asyncio.wait((handler, promote), timeout=after, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            handler.cancel()
+            raise
+        finally:
+            promote.cancel()
+        if handler.done():
+            return handler.result()
+        try:
+            record = await self._create(run)
+        except BaseException:
+            handler.cancel()
+            raise
+        self._adopt(run, handler)
+        return record.created()
+
+    async def _create(self, run: TaskRun) -> TaskRecord:
+        settings = self.settings
+        now = time.time()
+        if now - self._purged > 60:
+            self._purged = now
+            await self.store.purge(now)
+        if await self.store.count_active(run.owner) >= settings.max_active:
+            raise MCPError(
+                RATE_LIMITED,
+                f"Too many tasks in progress ({settings.max_active}); wait for some to end",
+                {"retryAfter": settings.poll_interval},
+            )
+        request = run.request
+        record = TaskRecord(
+            task_id=new_task_id(),
+            created_at=now,
+            last_updated_at=now,
+            ttl_ms=round(settings.ttl * 1000) if settings.ttl is not None else None,
+            poll_interval_ms=max(1, round(settings.poll_interval * 1000)),
+            owner=run.owner,
+            method=request.method,
+            target=request.target,
+            heartbeat_at=now if self.store.shared else None,
+        )
+        # Durably created before the client hears of it (SEP-2663 "Task Creation").
+        await self.store.create(record)
+        run.task_id = record.task_id
+        if not run._promoted.done():
+            run._promoted.set_result(record.task_id)
+        return record
+
+    def _adopt(self, run: TaskRun, handler: asyncio.Future[Any]) -> None:
+        task_id = run.task_id
+        assert task_id is not None
+        driver = asyncio.get_running_loop().create_task(self._drive(task_id, handler))
+        self._running[task_id] = driver
+
+    async def _drive(self, task_id: str, handler: asyncio.Future[Any]) -> None:
+        """Await the handler in the background and record how it ended."""
+        watcher = asyncio.ensure_future(self._watch(task_id, handler))
+        status: Any = "completed"
+        result: dict[str, Any] | None = None
+        error: dict[str, Any] | None = None
+        message: str | None = None
+        try:
+            value = await handler
+        except MCPError as exc:
+            status, error, message = "failed", _error(exc), exc.message
+        except asyncio.CancelledError:
+            if self._closing:
+                stopped = MCPError(INTERNAL_ERROR, "The server stopped before the task finished")
+                status, error, message = "failed", _error(stopped), stopped.message
+            else:
+                status, message = "cancelled", "Cancelled at the client's request"
+        except InputRequired:
+            refused = MCPError(INTERNAL_ERROR, "The task asked for input outside a task")
+            status, error, message = "failed", _error(refused), refused.message
+        except Exception:
+            logger.exception("task %s failed", task_id)
+            failed = MCPError(INTERNAL_ERROR, "Internal error")
+            status, error, message = "failed", _error(failed), failed.message
+        else:
+            try:
+                result = _encoded(value)
+                size = len(msgspec.json.encode(result))
+            except (TypeError, msgspec.EncodeError) as exc:
+                logger.error("task %s: its result cannot be encoded: %s", task_id, exc)
+                bad = MCPError(INTERNAL_ERROR, "The task's result cannot be encoded")
+                status, error, message, size = "failed", _error(bad), bad.message, 0
+            if size > self.settings.max_result_bytes:
+                big = MCPError(
+                    INTERNAL_ERROR,
+                    f"The task's result is {size} bytes, over the limit of {self.settings.max_result_bytes}",
+                )
+                status, error, message = "failed", _error(big), big.message
+            if status == "failed":
+                result = None
+        finally:
+            watcher.cancel()
+            self._running.pop(task_id, None)
+        now = time.time()
+        await self.store.modify(
+            task_id, lambda record: record.finish(status, now, result=result, error=error, message=message)
+        )
+
+    async def _watch(self, task_id: str, handler: asyncio.Future[Any]) -> None:
+        """Cancel the handler when ``tasks/cancel`` reached the store (from any process);
+        in a shared store, keep the task's heartbeat fresh meanwhile."""
+        store = self.store
+        beat = self.settings.heartbeat
+        while True:
+            record = await store.get(task_id)
+            if record is None or record.terminal:
+                return
+            if record.cancel_requested:
+                handler.cancel()
+                return
+            if store.shared and (record.heartbeat_at is None or time.time() - record.heartbeat_at >= beat):
+                await store.modify(task_id, _beat)
+                continue
+            await store.wait(task_id, record.version, beat)
+
+    # -- tasks/get, tasks/update, tasks/cancel -----------------------------------
+
+    async def _record(self, task_id: str, owner: str | None) -> TaskRecord:
+        record = await self.store.get(task_id)
+        # Another principal's task is "not found", never "forbidden": its existence is not told.
+        if record is None or record.owner != owner:
+            raise task_not_found(task_id)
+        now = time.time()
+        if record.expired(now):
+            raise task_not_found(task_id, expired=True)
+        if self.store.shared and not record.terminal and self._orphaned(record, now):
+            lost = MCPError(INTERNAL_ERROR, "The worker running the task stopped")
+
+            def fail(r: TaskRecord) -> None:
+                if self._orphaned(r, now):
+                    r.finish("failed", now, error=_error(lost), message=lost.message)
+
+            changed = await self.store.modify(task_id, fail)
+            if changed is not None:
+                record = changed[0]
+        return record
+
+    def _orphaned(self, record: TaskRecord, now: float) -> bool:
+        beat = record.heartbeat_at
+        return beat is not None and now - beat > 3 * self.settings.heartbeat
+
+    async def get(self, task_id: str, owner: str | None) -> DetailedTask:
+        """``tasks/get``: the task, its status's payload inlined."""
+        return (await self._record(task_id, owner)).detailed()
+
+    async def update(self, task_id: str, owner: str | None, responses: Mapping[str, Any]) -> None:
+        """``tasks/update``: accept the answers to outstanding input requests (others are ignored)."""
+        await self._record(task_id, owner)
+        now = time.time()
+        await self.store.modify(task_id, lambda record: record.answer(responses, now))
+
+    async def cancel(self, task_id: str, owner: str | None) -> None:
+        """``tasks/cancel``: cooperative; a task that has ended is left as it is."""
+        record = await self._record(task_id, owner)
+        if record.terminal:
+            return
+        driver = self._running.get(task_id)
+
+        def ask_cancel(r: TaskRecord) -> None:
+            if not r.terminal:
+                r.cancel_requested = True
+
+        await self.store.modify(task_id, ask_cancel)
+        if driver is None and not self.store.shared:
+            # Nobody runs it here and nobody can elsewhere: it ends now.
+            now = time.time()
+            await self.store.modify(
+                task_id, lambda r: r.finish("cancelled", now, message="Cancelled at the client's request")
+            )
+
+    async def close(self) -> None:
+        """Stop the handlers running here; their tasks end ``failed`` ("the server stopped")."""
+        self._closing = True
+        try:
+            drivers = list(self._running.values())
+            for driver in drivers:
+                driver.cancel()
+            if drivers:
+                await asyncio.gather(*drivers, return_exceptions=True)
+        finally:
+            self._closing = False
+
+    def running(self) -> int:
+        """How many task handlers run in this process."""
+        return len(self._running)
+
+
+def _beat(record: TaskRecord) -> None:
+    record.heartbeat_at = time.time()
+
+
+def _error(exc: MCPError) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error
+
+
+def _encoded(value: Any) -> dict[str, Any]:
+    """A handler's result as the original request would have returned it (2026-07-28)."""
+    if hasattr(value, "result_type") and value.result_type is msgspec.UNSET:
+        value.result_type = "complete"
+    encoded = msgspec.to_builtins(value)
+    if not isinstance(encoded, dict):
+        raise TypeError(f"a task's result must be an object, not {type(value).__name__}")
+    return encoded
