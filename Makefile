@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup redis docs docs-build
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,7 @@ redis:
 		echo "redis-server did not answer PING on 127.0.0.1:$(REDIS_PORT)"; exit 1; \
 	fi
 
-unit: $(STAMP) redis
+unit: $(STAMP) redis ts-sdk
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 bench-smoke: $(STAMP) redis
@@ -50,6 +50,20 @@ test: lint typecheck docs-build unit bench-smoke conformance
 # The official MCP conformance suite (Node 22 and the suite are installed under .cache/).
 conformance-setup: $(STAMP)
 	$(BIN)/python scripts/conformance.py --setup-only
+
+# The TypeScript SDK client the stdio interop tests drive (tests/transports/test_stdio_ts_progress.py),
+# pinned, installed with npm under .cache/ like the conformance suite.
+TS_SDK_PREFIX := .cache/npm-ts-sdk
+TS_SDK_PACKAGES := @modelcontextprotocol/sdk@1.32.2 zod@4.6.7
+TS_SDK_STAMP := $(TS_SDK_PREFIX)/.installed-sdk-1.32.2-zod-4.6.7
+
+ts-sdk: $(TS_SDK_STAMP)
+
+$(TS_SDK_STAMP):
+	mkdir -p $(TS_SDK_PREFIX)
+	npm install --prefix $(TS_SDK_PREFIX) --no-audit --no-fund --no-update-notifier --loglevel=error \
+		--save-exact $(TS_SDK_PACKAGES)
+	touch $@
 
 conformance: $(STAMP) redis
 	$(BIN)/python scripts/conformance.py --leg all

@@ -33,10 +33,15 @@ class Channel(Protocol):
     ``related`` names the inbound request a message belongs to (a notification
     or request sent while handling it). ``respond`` sends that request's answer,
     the last message that belongs to it, with its outcome: ``error`` is the
-    error answered, or None for a result. A single stream (stdio) ignores
-    both; HTTP uses them to put each message on the stream of the request it
-    belongs to, and the outcome (the :class:`MCPError` answered, if any) to
-    choose the response's status and headers.
+    error answered, or None for a result. HTTP uses them to put each message on
+    the stream of the request it belongs to, and the outcome (the
+    :class:`MCPError` answered, if any) to choose the response's status and
+    headers. A single stream (stdio) uses ``related`` only for order: the
+    answer to a request that sent messages of its own reaches the peer after
+    them, in a later read than theirs, never in one write with them (the
+    TypeScript SDK drops a progress notification read together with its
+    request's response). ``respond`` therefore may write later than it is
+    called; ``close`` writes whatever is still held.
     """
 
     async def read(self) -> list[bytes | Oversized] | None: ...

@@ -15,18 +15,29 @@ import signal
 import stat
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..protocol.errors import MCPError
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
-from ..session.channel import Receiver
+from ..session.channel import Receiver, RequestId
 
 __all__ = ["ProcessChannel", "StdioChannel", "open_process_channel", "open_stdio_channel"]
 
 # Pause reading when this many parsed lines wait for the session.
 _READ_HIGH_WATER = 4096
 _READ_SIZE = 64 * 1024
+
+# An answer held until the peer has read its request's notifications (see _PipeChannel) is
+# looked at again on every loop turn for this long after the newest hold, then every
+# millisecond (the event loop's timer resolution) and, after a second, every 10 ms.
+_HOLD_SPIN_S = 0.0005
+_HOLD_SLOW_AFTER_S = 1.0
+# How long ``close`` lets held answers wait for the peer before writing them anyway.
+_HOLD_CLOSE_S = 1.0
+# Past this many requests with notifications and no answer yet (cancelled requests never
+# answer), the ones whose notifications the peer has read are forgotten.
+_NOTED_PRUNE = 256
 
 
 class _LineReader:
@@ -199,6 +210,19 @@ class _PipeChannel:
     errors for bad lines) are *corked* and go out in one write — one system
     call — in the order they were written. Nothing is held past the end of the
     batch: a handler that answers later, from its own task, writes straight through.
+
+    One exception, for the peer's sake: the answer to a request that sent
+    messages of its own (``related``: progress, log messages) is written only
+    once the peer has *read* the last of them. The TypeScript SDK, which most
+    hosts use, handles a response as soon as it is parsed but a notification a
+    microtask later, so a ``notifications/progress`` that reaches it in the same
+    read as the response finds its token gone and is dropped (basic/utilities/
+    progress: a progress token belongs to a request in progress only). A
+    separate write is not enough — the peer reads whatever the pipe holds — so
+    the kernel is asked how much of our output the peer has not read yet
+    (``FIONREAD`` on a pipe's write end, ``SIOCOUTQ`` on a socket: Node spawns
+    its children on socket pairs) and the answer waits, off the cork, until
+    the notifications are gone. Requests that sent nothing are batched as before.
     """
 
     def __init__(self, reader: _LineReader, out: asyncio.WriteTransport | None) -> None:
@@ -206,6 +230,20 @@ class _PipeChannel:
         self._out = out
         self._receiver: Receiver | None = None
         self._cork: list[bytes] | None = None
+        #: Whether some request's messages may still be unread (``_noted`` or ``_held`` is not
+        #: empty): only then are bytes counted, so the per-call path pays one attribute test.
+        self._watch = False
+        #: Bytes handed to ``out`` since watching began: the offsets below count in it.
+        self._sent = 0
+        #: Request -> ``_sent`` just after the last message it sent (-1: still in the cork).
+        self._noted: dict[RequestId, int] = {}
+        self._corked_notes = False
+        #: Answers waiting for the peer to read up to their offset: ``[offset, line]``.
+        self._held: list[list[Any]] = []
+        self._held_at = 0.0
+        self._poll: asyncio.TimerHandle | asyncio.Handle | None = None
+        self._settled: asyncio.Future[None] | None = None
+        self._unread = _unread_probe(out)
 
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
@@ -235,18 +273,35 @@ class _PipeChannel:
             self._cork = None
             if out:
                 self._flush(out)
+            if self._corked_notes:
+                self._place_corked_notes()
 
-    def write(self, data: bytes, related: int | str | None = None) -> None:
+    def write(self, data: bytes, related: RequestId | None = None) -> None:
         cork = self._cork
         if cork is not None:
             cork.append(data)
+            if related is not None:
+                self._note(related, -1)
             return
         out = self._out
         if out is not None and not out.is_closing():
-            out.write(data + b"\n")
+            line = data + b"\n"
+            out.write(line)
+            if related is not None:
+                if not self._watch:
+                    self._watch = True
+                    self._sent = 0
+                self._sent += len(line)
+                self._note(related, self._sent)
+            elif self._watch:
+                self._sent += len(line)
 
-    def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
-        # One stream: an answer is a line like any other (write's body, inline: the per-call path).
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
+        # One stream: an answer is a line like any other (write's body, inline: the per-call path),
+        # unless some request has sent messages of its own that the peer may not have read yet.
+        if self._watch:
+            self._respond_watched(request_id, data)
+            return
         cork = self._cork
         if cork is not None:
             cork.append(data)
@@ -258,7 +313,173 @@ class _PipeChannel:
     def _flush(self, lines: list[bytes]) -> None:
         out = self._out
         if out is not None and not out.is_closing():
-            out.write(lines[0] + b"\n" if len(lines) == 1 else b"\n".join(lines) + b"\n")
+            data = lines[0] + b"\n" if len(lines) == 1 else b"\n".join(lines) + b"\n"
+            out.write(data)
+            if self._watch:
+                self._sent += len(data)
+
+    # -- answers that wait for their request's messages to be read ------------
+
+    def _note(self, related: RequestId, mark: int) -> None:
+        """``related`` sent a message that ends at ``mark`` (-1: in the cork, placed when it goes out)."""
+        if not self._watch:
+            self._watch = True
+            self._sent = 0
+        if mark < 0:
+            self._corked_notes = True
+        noted = self._noted
+        noted[related] = mark
+        if len(noted) > _NOTED_PRUNE:
+            self._prune()
+
+    def _respond_watched(self, request_id: RequestId | None, data: bytes) -> None:
+        mark = self._noted.pop(request_id, None)  # type: ignore[arg-type]
+        if mark is not None and not self._read_through(mark):
+            self._hold(mark, data)
+            return
+        cork = self._cork
+        if cork is not None:
+            cork.append(data)  # counted when the cork goes out
+        else:
+            out = self._out
+            if out is not None and not out.is_closing():
+                out.write(data + b"\n")
+                self._sent += len(data) + 1
+        self._unwatch()
+
+    def _unwatch(self) -> None:
+        if not self._noted and not self._held and not self._corked_notes:
+            self._watch = False
+
+    def _consumed(self) -> int | None:
+        """How many bytes counted in ``_sent`` the peer has read (a lower bound), or None if unknown."""
+        unread = self._unread
+        out = self._out
+        if unread is None or out is None:
+            return None
+        try:
+            pending = unread() + out.get_write_buffer_size()
+        except OSError:  # the descriptor is gone: nobody is left to read in any order
+            return self._sent
+        return self._sent - pending
+
+    def _read_through(self, mark: int) -> bool:
+        if mark < 0:
+            return False
+        consumed = self._consumed()
+        return consumed is not None and consumed >= mark
+
+    def _place_corked_notes(self) -> None:
+        """The cork went out: its messages end where the write ended."""
+        self._corked_notes = False
+        sent = self._sent
+        noted = self._noted
+        for rid, mark in noted.items():
+            if mark < 0:
+                noted[rid] = sent
+        for entry in self._held:
+            if entry[0] < 0:
+                entry[0] = sent
+        self._unwatch()
+
+    def _prune(self) -> None:
+        consumed = self._consumed()
+        if consumed is None:
+            consumed = self._sent  # no way to tell: answers then only avoid sharing a write
+        noted = self._noted
+        for rid in [rid for rid, mark in noted.items() if 0 <= mark <= consumed]:
+            del noted[rid]
+
+    def _hold(self, mark: int, data: bytes) -> None:
+        self._held.append([mark, data])
+        loop = asyncio.get_running_loop()
+        self._held_at = loop.time()
+        if self._poll is None:
+            self._poll = loop.call_soon(self._release)
+
+    def _release(self) -> None:
+        """Write every held answer whose messages the peer has read; look again later for the rest."""
+        self._poll = None
+        out = self._out
+        if out is None or out.is_closing():
+            self._held.clear()
+        elif self._held:
+            consumed = self._consumed()
+            keep: list[list[Any]] = []
+            for entry in self._held:
+                mark = entry[0]
+                # Without a way to ask (a file, a tty, not Linux) the answer still gets a write of its own.
+                if mark >= 0 and (consumed is None or consumed >= mark):
+                    out.write(entry[1] + b"\n")
+                    self._sent += len(entry[1]) + 1
+                else:
+                    keep.append(entry)
+            self._held = keep
+        if self._held:
+            loop = asyncio.get_running_loop()
+            waited = loop.time() - self._held_at
+            if waited < _HOLD_SPIN_S:
+                self._poll = loop.call_soon(self._release)
+            else:
+                self._poll = loop.call_later(0.001 if waited < _HOLD_SLOW_AFTER_S else 0.01, self._release)
+            return
+        self._unwatch()
+        if self._settled is not None and not self._settled.done():
+            self._settled.set_result(None)
+
+    async def _settle(self) -> None:
+        """Before closing: give held answers a little time to go out in order, then write them regardless."""
+        if not self._held:
+            return
+        self._settled = asyncio.get_running_loop().create_future()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._settled), _HOLD_CLOSE_S)
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
+        held, self._held = self._held, []
+        out = self._out
+        if held and out is not None and not out.is_closing():
+            out.write(b"".join(entry[1] + b"\n" for entry in held))
+
+
+def _unread_probe(out: asyncio.WriteTransport | None) -> Callable[[], int] | None:
+    """A function returning how many bytes written to ``out`` the peer has not read, or None.
+
+    Linux only: ``FIONREAD`` on a pipe's write end counts the bytes in the pipe;
+    ``SIOCOUTQ`` on a Unix socket counts the memory its unread messages take
+    (at least their length, so an answer never goes out early). Elsewhere, and
+    for files and terminals, there is no telling.
+    """
+    if out is None or not sys.platform.startswith("linux"):
+        return None
+    pipe = out.get_extra_info("pipe")
+    try:
+        fd = pipe.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, ValueError, OSError):
+        return None
+    import array
+    import fcntl
+    import termios
+
+    if stat.S_ISFIFO(mode):
+        request = termios.FIONREAD
+    elif stat.S_ISSOCK(mode):
+        request = termios.TIOCOUTQ  # the same request as SIOCOUTQ on Linux
+    else:
+        return None
+    buf = array.array("i", [0])
+
+    def unread() -> int:
+        fcntl.ioctl(fd, request, buf, True)
+        return buf[0]
+
+    try:
+        unread()
+    except OSError:
+        return None
+    return unread
 
 
 class StdioChannel(_PipeChannel):
@@ -288,6 +509,7 @@ class StdioChannel(_PipeChannel):
         await self._protocol.drain()
 
     async def close(self) -> None:
+        await self._settle()
         if self._read_transport is not None:
             self._read_transport.close()
         if not self._transport.is_closing():
@@ -442,6 +664,7 @@ class ProcessChannel(_PipeChannel):
 
     async def close(self) -> None:
         """Close stdin, wait; then SIGTERM, wait; then SIGKILL (stdio "Shutdown")."""
+        await self._settle()
         if self._stdin is not None and not self._stdin.is_closing():
             self._stdin.close()
         exited = self._protocol.exited
