@@ -64,10 +64,14 @@ class MemoryTaskStore:
     def __init__(self) -> None:
         self._records: dict[str, bytes] = {}
         self._changed: dict[str, asyncio.Event] = {}
+        #: Owner -> ids of its tasks that have not ended (what count_active reads).
+        self._active: dict[str | None, set[str]] = {}
 
     async def create(self, record: TaskRecord) -> None:
         """Store ``record``."""
         self._records[record.task_id] = _encode(record)
+        if not record.terminal:
+            self._active.setdefault(record.owner, set()).add(record.task_id)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         """The record (a copy), or None."""
@@ -86,10 +90,19 @@ class MemoryTaskStore:
         if encoded != data:
             record.version = before + 1
             self._records[task_id] = _encode(record)
+            if record.terminal:
+                self._settled(record.owner, task_id)
             event = self._changed.pop(task_id, None)
             if event is not None:
                 event.set()
         return record, outcome
+
+    def _settled(self, owner: str | None, task_id: str) -> None:
+        active = self._active.get(owner)
+        if active is not None:
+            active.discard(task_id)
+            if not active:
+                del self._active[owner]
 
     async def wait(self, task_id: str, version: int, timeout: float) -> None:
         """Wait for a change of the record past ``version`` (or ``timeout``)."""
@@ -106,19 +119,17 @@ class MemoryTaskStore:
 
     async def count_active(self, owner: str | None) -> int:
         """Tasks of ``owner`` still working or waiting for input."""
-        count = 0
-        for data in self._records.values():
-            record = _decode(data)
-            if record.owner == owner and not record.terminal:
-                count += 1
-        return count
+        return len(self._active.get(owner, ()))
 
     async def purge(self, now: float | None = None) -> int:
         """Forget expired tasks."""
         now = time.time() if now is None else now
-        gone = [tid for tid, data in self._records.items() if _decode(data).expired(now)]
-        for task_id in gone:
+        gone = [
+            (tid, record) for tid, data in self._records.items() if (record := _decode(data)).expired(now)
+        ]
+        for task_id, record in gone:
             del self._records[task_id]
+            self._settled(record.owner, task_id)
             event = self._changed.pop(task_id, None)
             if event is not None:
                 event.set()
