@@ -1,0 +1,17 @@
+"""Reference servers built on mcpkit, secure by default: ``mcpkit serve NAME ARGS...`` or
+``python -m mcpkit.servers.NAME ARGS...``.
+
+Each keeps the tool names and argument shapes of the community server it replaces, so
+prompts and host configs written for those keep working, and documents its threat model.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SERVERS"]
+
+#: Name -> module of every reference server (each module has ``main(argv) -> int``).
+SERVERS: dict[str, str] = {
+    "filesystem": "mcpkit.servers.filesystem",
+    "sql": "mcpkit.servers.sql",
+    "fetch": "mcpkit.servers.fetch",
+}
