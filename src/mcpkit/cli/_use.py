@@ -119,7 +119,7 @@ async def _request(what: str, call: Callable[[], Awaitable[T]], args: argparse.N
     except Exception as exc:
         err = request_error(exc, what)
         if args is not None:
-            err.hint = _undeclared_hint(exc, args)
+            err.hint = _undeclared_hint(exc, args) or err.hint
         raise err from None
 
 
@@ -391,7 +391,7 @@ async def _call(
                 raise
             except Exception as exc:
                 err = request_error(exc, f"tool {name}")
-                err.hint = _undeclared_hint(exc, args)
+                err.hint = _undeclared_hint(exc, args) or err.hint
                 known = [tool.name for tool in tools]
                 if tools and name not in known:
                     close = difflib.get_close_matches(name, known, n=3)
