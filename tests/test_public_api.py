@@ -95,6 +95,7 @@ PUBLIC: dict[str, list[str]] = {
         "ClientSession",
         "InProcessServer",
         "StdioServerParameters",
+        "TaskHandle",
         "stdio_client",
     ],
     "mcpkit.host": [

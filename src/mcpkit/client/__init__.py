@@ -5,6 +5,7 @@ from .dispatch import ClientHandlers
 from .options import ClientOptions, InProcessServer
 from .session import ClientSession
 from .stdio import StdioServerParameters, stdio_client
+from .tasks import TaskHandle
 
 __all__ = [
     "Client",
@@ -13,5 +14,6 @@ __all__ = [
     "ClientSession",
     "InProcessServer",
     "StdioServerParameters",
+    "TaskHandle",
     "stdio_client",
 ]

@@ -21,6 +21,7 @@ from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from ..protocol.jsonrpc import Request
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
 from ..session.engine import Engine, ProgressCallback
@@ -33,6 +34,7 @@ from .dispatch import (
     SamplingHandler,
 )
 from .options import ClientOptions, InProcessServer, ProtocolMode
+from .tasks import TaskCreated, TaskHandle, follow, progress_counter
 
 __all__ = ["Client", "ProtocolMode", "Subscription"]
 
@@ -165,6 +167,7 @@ class Client:
         transport: HTTPTransport = "auto",
         auth: Any = None,
         channel_wrapper: Callable[[Channel], Channel] | None = None,
+        tasks: bool = True,
     ) -> None:
         options = ClientOptions(
             protocol=protocol,
@@ -179,6 +182,7 @@ class Client:
             log_level=log_level,
             max_input_rounds=max_input_rounds,
             channel_wrapper=channel_wrapper,
+            tasks=tasks,
         )
         kind: _Target
         # The order matters: a channel may also have connect() (SSE), a URL is a str.
@@ -461,12 +465,16 @@ class Client:
         False before negotiation and in the legacy era."""
         return self.protocol_version is not None and self.protocol_version.is_modern
 
-    def _params(self, params: dict[str, Any]) -> dict[str, Any]:
+    def _params(self, params: dict[str, Any], declare_tasks: bool | None = None) -> dict[str, Any]:
         if not self.is_modern:
             return params
         meta = dict(params.get("_meta") or {})
         meta[PROTOCOL_VERSION] = self.protocol_version.value  # type: ignore[union-attr]
-        meta[CLIENT_CAPABILITIES] = self.handlers.capabilities()
+        capabilities = self.handlers.capabilities()
+        if self.options.tasks if declare_tasks is None else declare_tasks:
+            # Per request: servers answer with a task only when this request declares it (SEP-2663).
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        meta[CLIENT_CAPABILITIES] = capabilities
         meta[CLIENT_INFO] = msgspec.to_builtins(self.client_info)
         if self.log_level is not None:
             meta[LOG_LEVEL] = self.log_level
@@ -507,6 +515,7 @@ class Client:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        declare_tasks: bool | None = None,
     ) -> R:
         session = self._session
         if session is None:
@@ -517,14 +526,14 @@ class Client:
                     raw = await self._send(
                         session,
                         method,
-                        self._params(params),
+                        self._params(params, declare_tasks),
                         timeout if timeout is not None else self.timeout,
                         on_progress,
                     )
                 else:
                     raw = await session.request(
                         method,
-                        self._params(params),
+                        self._params(params, declare_tasks),
                         timeout=timeout if timeout is not None else self.timeout,
                         on_progress=on_progress,
                     )
@@ -535,7 +544,7 @@ class Client:
                 raw = await self._send(
                     session,
                     method,
-                    self._params(params),
+                    self._params(params, declare_tasks),
                     timeout if timeout is not None else self.timeout,
                     on_progress,
                 )
@@ -545,6 +554,10 @@ class Client:
             if peek.result_type in (UNSET, "complete"):
                 # A result without resultType is complete (basic/index "ResultType").
                 return msgspec.json.decode(raw, type=result_type)
+            declared = self.options.tasks if declare_tasks is None else declare_tasks
+            if peek.result_type == "task" and method == "tools/call" and declared:
+                # Followed by call_tool/start_tool; undeclared, it is an invalid answer (SEP-2663).
+                raise TaskCreated(msgspec.json.decode(raw, type=CreateTaskResult))
             if peek.result_type != "input_required":
                 raise MCPError(INVALID_REQUEST, f"unrecognised resultType {peek.result_type!r}")
             params = await self._answer_inputs(params, peek)
@@ -611,15 +624,54 @@ class Client:
         raise_on_error: bool = False,
     ) -> t.CallToolResult:
         """Call a tool. A tool's own failure comes back as ``is_error``; set
-        ``raise_on_error`` to get an :class:`MCPError` instead."""
+        ``raise_on_error`` to get an :class:`MCPError` instead.
+
+        When the server runs the call as a task (the tasks extension), this follows
+        it to its end (see :class:`TaskHandle`): a failed task raises its error, a
+        cancelled one :class:`MCPError` ``REQUEST_CANCELLED``. ``timeout`` then bounds
+        the whole call (without it, only each request is bounded, by the client's
+        timeout, and the task may take as long as it takes); on a timeout, or if the
+        awaiting code is cancelled, the task is cancelled with ``tasks/cancel``.
+        ``progress`` also receives the task's status messages.
+        """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        result = await self._call(
-            "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress
-        )
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+        progress = progress_counter(progress)
+        try:
+            result = await self._call(
+                "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress
+            )
+        except TaskCreated as task:
+            result = await follow(
+                self, task.created, name, deadline=deadline, timeout=timeout, progress=progress
+            )
         if raise_on_error and result.is_error is True:
             text = " ".join(c.text for c in result.content if isinstance(c, t.TextContent))
             raise MCPError(-32000, text or f"tool {name} failed")
         return result
+
+    async def start_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> TaskHandle:
+        """Call a tool, declaring the tasks extension whatever ``tasks`` says, and return
+        its :class:`TaskHandle` without waiting for a task to end.
+
+        The server decides: a task (``handle.task_id`` names it), or the result at
+        once (the handle is then already completed). ``timeout`` bounds this request.
+        """
+        params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
+        try:
+            result = await self._call(
+                "tools/call", params, t.CallToolResult, timeout=timeout, declare_tasks=True
+            )
+        except TaskCreated as task:
+            return TaskHandle(self, task.created.task_id, created=task.created, name=name)
+        return TaskHandle(self, None, result=result, name=name)
+
+    def task(self, task_id: str) -> TaskHandle:
+        """The handle of an existing task, by id: to follow, answer or cancel a task started
+        earlier, by this client or another (e.g. before a reconnect). No request is sent."""
+        return TaskHandle(self, task_id)
 
     async def list_resources(self) -> list[t.Resource]:
         """Every resource (``resources/list``), following pagination."""

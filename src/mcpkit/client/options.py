@@ -51,6 +51,10 @@ class ClientOptions:
     max_input_rounds: int = 8
     #: Wraps every channel the client opens (recording, tracing, fault injection).
     channel_wrapper: Callable[[Channel], Channel] | None = None
+    #: Declare the tasks extension (``io.modelcontextprotocol/tasks``) in every modern
+    #: request, so servers may answer tool calls with tasks (followed by ``call_tool``).
+    #: False: they answer directly, and tools that need a task refuse with -32021.
+    tasks: bool = True
 
 
 class _Serving(Protocol):

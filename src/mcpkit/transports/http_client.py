@@ -53,6 +53,19 @@ class _Envelope(msgspec.Struct):
 
 
 _envelope = msgspec.json.Decoder(_Envelope)
+
+#: Methods whose Mcp-Name header mirrors a param, and which param: 2026-07-28
+#: streamable-http "Standard Request Headers"; tasks/* carry the task id, so
+#: intermediaries can route them to the instance holding the task (SEP-2663
+#: "Streamable HTTP: Routing Headers").
+_NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _encoder = msgspec.json.Encoder()
 
 
@@ -179,8 +192,8 @@ class StreamableHTTPChannel(_ChannelBase):
             return
         headers["mcp-method"] = message.method
         params = message.params if isinstance(message.params, dict) else {}
-        target = params.get("uri") if message.method == "resources/read" else params.get("name")
-        if message.method in ("tools/call", "prompts/get", "resources/read") and isinstance(target, str):
+        target = params.get(_NAMED.get(message.method, "name"))
+        if message.method in _NAMED and isinstance(target, str):
             headers["mcp-name"] = h.encode_header_value(target)
         if message.method == "tools/call" and isinstance(target, str):
             arguments = params.get("arguments")

@@ -1,0 +1,94 @@
+"""A server of task tools for the client's tasks tests, run in memory, over stdio or over HTTP
+(``--http --port N``). Tools that wait do so for a signal the test gives: a file appearing.
+
+Polling is quick here (50 ms) so the tests do not wait on the 1-second default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from mcpkit import Context, MCPServer
+from mcpkit.protocol.errors import MCPError
+from mcpkit.server.tasks import TaskSettings
+
+server = MCPServer("tasks-test", "1.0", tasks=TaskSettings(poll_interval=0.05))
+
+CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+async def _until(path: Path) -> None:
+    while not path.exists():
+        await asyncio.sleep(0.01)
+
+
+@server.tool(task="optional")
+async def wait_for_file(path: str, ctx: Context, text: str = "done") -> str:
+    """Writes its task id to ``path + ".started"``, then works until ``path`` exists."""
+    Path(path + ".started").write_text(ctx.task_id or "")
+    await _until(Path(path))
+    return f"{text}: {Path(path).read_text()}"
+
+
+@server.tool(task="optional")
+async def cancellable(path: str, ctx: Context) -> str:
+    """Runs until cancelled; writes ``path + ".cancelled"`` when it sees the cancellation."""
+    Path(path + ".started").write_text(ctx.task_id or "")
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        Path(path + ".cancelled").write_text("seen")
+        raise
+    return "never"
+
+
+@server.tool(task="optional")
+async def steps(path: str, ctx: Context) -> str:
+    """Two status messages, each held until the test acknowledges it (``path + ".1"``, ``".2"``)."""
+    for n in (1, 2):
+        await ctx.report_progress(n, 2, f"step {n}")
+        await _until(Path(f"{path}.{n}"))
+    return "stepped"
+
+
+@server.tool(task="required")
+async def broken() -> str:
+    """A tool that fails: an isError result (the task completes)."""
+    raise RuntimeError("the tool broke")
+
+
+@server.tool(task="optional")
+async def protocol_failure() -> str:
+    """A JSON-RPC error during execution: the task fails."""
+    raise MCPError(-32050, "the backend refused", {"why": "quota"})
+
+
+@server.tool(task="optional")
+async def confirm(item: str, ctx: Context) -> str:
+    """One elicitation, in the task."""
+    answer = await ctx.elicit(f"Delete {item}?", CONFIRM)
+    ok = answer.action == "accept" and isinstance(answer.content, dict) and answer.content.get("ok") is True
+    return f"{'deleted' if ok else 'kept'} {item}"
+
+
+@server.tool(task="optional")
+async def two_questions(ctx: Context) -> str:
+    """Two elicitations at once: the task waits for both."""
+    name, ok = await asyncio.gather(ctx.elicit("Name?", NAME), ctx.elicit("Go?", CONFIRM))
+    return f"name={(name.content or {}).get('name')} ok={(ok.content or {}).get('ok')}"
+
+
+@server.tool()
+def plain(text: str) -> str:
+    """Never a task."""
+    return text.upper()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--http"]:
+        server.run("http", port=int(sys.argv[3]))
+    else:
+        server.run()

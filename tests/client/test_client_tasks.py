@@ -1,0 +1,442 @@
+"""Tasks (io.modelcontextprotocol/tasks), client side, against real mcpkit servers: in memory,
+as a stdio process and as an HTTP process (tests/client/tasks_server.py), and the everything
+server's task fixtures over stdio. Client.call_tool follows a task to its end (result, isError,
+failure, cancellation, input requests answered by the client's callbacks); the handle API
+(start_tool, status, result, cancel, resume by id from another client); what is declared in
+each era; Mcp-Name on tasks/* over HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import pytest
+import tasks_server
+
+from _wait import eventually, wait_until
+from mcpkit import Client, MCPError
+from mcpkit.client import TaskHandle
+from mcpkit.protocol import types as t
+from mcpkit.protocol.errors import (
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    REQUEST_CANCELLED,
+    REQUEST_TIMEOUT,
+)
+from mcpkit.protocol.tasks import TASKS_EXTENSION
+from mcpkit.session.channel import Channel
+from mcpkit.transports.http_client import StreamableHTTPChannel, _envelope
+
+SERVER = Path(tasks_server.__file__)
+EVERYTHING = Path(__file__).resolve().parents[2] / "examples" / "everything_server.py"
+KINDS = ["memory", "stdio", "http"]
+
+
+# -- servers and clients ------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    """tasks_server.py as its own process, serving Streamable HTTP."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def ready() -> bool:
+        assert proc.poll() is None, "the server exited"
+        try:
+            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    try:
+        wait_until(ready, timeout=20)
+        yield f"{base}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def client_for(kind: str, http_url: str, **options: Any) -> Client:
+    options.setdefault("protocol", "modern")
+    if kind == "memory":
+        return Client(tasks_server.server, **options)
+    if kind == "stdio":
+        return Client([sys.executable, str(SERVER)], **options)
+    return Client(http_url, **options)
+
+
+@pytest.fixture
+def url(request: pytest.FixtureRequest) -> str:
+    """The HTTP server's URL, started only for the tests that use HTTP."""
+    kind = request.node.callspec.params.get("kind")
+    return request.getfixturevalue("http_url") if kind == "http" else ""
+
+
+def text(result: t.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, t.TextContent)
+    return block.text
+
+
+def accept(content: dict[str, Any]) -> Any:
+    return lambda params: {"action": "accept", "content": content}
+
+
+class Recorder:
+    """A channel wrapper keeping every message the client sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def __call__(self, channel: Channel) -> Channel:
+        recorder = self
+
+        class Recording:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(channel, name)
+
+            def write(self, data: bytes, related: Any = None) -> None:
+                recorder.sent.append(msgspec.json.decode(data))
+                channel.write(data, related)
+
+            async def read(self) -> Any:
+                return await channel.read()
+
+            async def drain(self) -> None:
+                await channel.drain()
+
+            async def close(self) -> None:
+                await channel.close()
+
+        return Recording()  # type: ignore[return-value]
+
+    def requests(self, method: str) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m.get("method") == method]
+
+
+# -- call_tool follows the task -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_call_tool_follows_a_task_to_its_result(kind: str, url: str, tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    recorder = Recorder()
+    async with client_for(kind, url, channel_wrapper=recorder) as client:
+        call = asyncio.ensure_future(client.call_tool("wait_for_file", {"path": str(signal), "text": "ok"}))
+        task_id = await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        # The call is a task: the client polls it while it works.
+        await eventually(lambda: len(recorder.requests("tasks/get")) >= 2, timeout=10)
+        assert not call.done()
+        signal.write_text("42")
+        result = await asyncio.wait_for(call, 10)
+    assert text(result) == "ok: 42" and result.is_error is False
+    gets = recorder.requests("tasks/get")
+    assert {g["params"]["taskId"] for g in gets} == {task_id}
+    # Every request declared the extension (the server only makes tasks for those that do).
+    for message in recorder.requests("tools/call") + gets:
+        caps = message["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+        assert caps["extensions"] == {TASKS_EXTENSION: {}}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_tool_error_completes_and_a_protocol_error_fails(kind: str, url: str) -> None:
+    async with client_for(kind, url) as client:
+        broken = await client.call_tool("broken")
+        assert broken.is_error is True and "the tool broke" in text(broken)
+        with pytest.raises(MCPError) as failed:
+            await client.call_tool("protocol_failure")
+        assert failed.value.code == -32050
+        assert failed.value.message == "the backend refused"
+        assert failed.value.data == {"why": "quota"}
+        with pytest.raises(MCPError):
+            await client.call_tool("broken", raise_on_error=True)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_input_requests_are_answered_by_the_elicitation_handler(kind: str, url: str) -> None:
+    asked: list[str] = []
+
+    def elicit(params: t.ElicitParams) -> dict[str, Any]:
+        asked.append(params.message)
+        if params.message == "Name?":
+            return {"action": "accept", "content": {"name": "Ada"}}
+        return {"action": "accept", "content": {"ok": True}}
+
+    async with client_for(kind, url, elicitation_handler=elicit) as client:
+        assert text(await client.call_tool("confirm", {"item": "a.txt"})) == "deleted a.txt"
+        assert asked == ["Delete a.txt?"]
+        assert text(await client.call_tool("two_questions")) == "name=Ada ok=True"
+    assert sorted(asked[1:]) == ["Go?", "Name?"]
+
+
+async def test_each_input_request_is_answered_once_however_many_polls_show_it() -> None:
+    recorder = Recorder()
+    release = asyncio.Event()
+    calls: list[str] = []
+
+    async def elicit(params: t.ElicitParams) -> dict[str, Any]:
+        calls.append(params.message)
+        await release.wait()  # the user takes their time: polls go on meanwhile
+        return {"action": "decline"}
+
+    async with Client(
+        tasks_server.server, protocol="modern", elicitation_handler=elicit, channel_wrapper=recorder
+    ) as client:
+        call = asyncio.ensure_future(client.call_tool("confirm", {"item": "b.txt"}))
+        await eventually(lambda: calls, timeout=10)
+        seen = len(recorder.requests("tasks/get"))
+        await eventually(lambda: len(recorder.requests("tasks/get")) >= seen + 3, timeout=10)
+        release.set()
+        assert text(await asyncio.wait_for(call, 10)) == "kept b.txt"
+    assert calls == ["Delete b.txt?"]
+    updates = recorder.requests("tasks/update")
+    assert len(updates) == 1
+    (responses,) = [u["params"]["inputResponses"] for u in updates]
+    assert list(responses.values()) == [{"action": "decline"}]
+
+
+async def test_an_input_request_the_client_cannot_answer_ends_the_call_and_the_task() -> None:
+    def elicit(params: t.ElicitParams) -> Any:
+        raise MCPError(-32000, "no user here")
+
+    async with Client(tasks_server.server, protocol="modern", elicitation_handler=elicit) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("confirm", {"item": "c.txt"})
+        assert caught.value.code == -32000 and "no user here" in caught.value.message
+        assert "elicitation/create" in caught.value.message
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_cancelling_the_call_cancels_the_task(kind: str, url: str, tmp_path: Path) -> None:
+    path = tmp_path / "job"
+    recorder = Recorder()
+    async with client_for(kind, url, channel_wrapper=recorder) as client:
+        call = asyncio.ensure_future(client.call_tool("cancellable", {"path": str(path)}))
+        task_id = await eventually(lambda: _read(Path(f"{path}.started")), timeout=10)
+        await eventually(lambda: recorder.requests("tasks/get"), timeout=10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        # tasks/cancel went out before the cancellation reached the caller.
+        assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
+        await eventually(lambda: Path(f"{path}.cancelled").exists(), timeout=10)  # the handler saw it
+        status = await _until_status(client.task(task_id), "cancelled")
+        assert status.status_message == "Cancelled at the client's request"
+
+
+@pytest.mark.parametrize("kind", ["memory", "http"])
+async def test_a_timeout_bounds_the_whole_call_and_cancels_the_task(
+    kind: str, url: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "job"
+    async with client_for(kind, url) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("cancellable", {"path": str(path)}, timeout=0.5)
+        assert caught.value.code == REQUEST_TIMEOUT
+        task_id = caught.value.data["taskId"]
+        assert task_id == Path(f"{path}.started").read_text()
+        await _until_status(client.task(task_id), "cancelled")
+
+
+@pytest.mark.parametrize("kind", ["memory", "stdio"])
+async def test_status_messages_reach_the_progress_callback(kind: str, url: str, tmp_path: Path) -> None:
+    path = tmp_path / "steps"
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+        if message is not None and message.startswith("step "):
+            Path(f"{path}.{message[5]}").write_text("")  # let the tool go on
+
+    async with client_for(kind, url) as client:
+        result = await client.call_tool("steps", {"path": str(path)}, progress=progress)
+    assert text(result) == "stepped"
+    assert seen == [(1.0, None, "step 1 (1/2)"), (2.0, None, "step 2 (2/2)")]
+
+
+# -- the handle -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    async with client_for(kind, url) as client:
+        task = await client.start_tool("wait_for_file", {"path": str(signal)})
+        assert isinstance(task, TaskHandle) and task.is_task and task.name == "wait_for_file"
+        assert task.task_id == await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        status = await task.status()
+        assert (status.task_id, status.status) == (task.task_id, "working")
+        assert status.poll_interval_ms == 50 and status.ttl_ms == 3_600_000
+        with pytest.raises(MCPError) as waited:
+            await task.result(timeout=0.2)  # waiting less does not cancel the task
+        assert waited.value.code == REQUEST_TIMEOUT
+        assert (await task.status()).status == "working"
+        signal.write_text("x")
+        assert text(await task.result()) == "done: x"
+        assert text(await task.result()) == "done: x"  # kept
+        final = await task.status()
+        assert final.status == "completed" and isinstance(final.result, dict)
+
+        # Cancelled through the handle: result() says so.
+        other = await client.start_tool("cancellable", {"path": str(tmp_path / "c")})
+        await other.cancel()
+        with pytest.raises(MCPError) as cancelled:
+            await other.result()
+        assert cancelled.value.code == REQUEST_CANCELLED and other.task_id in cancelled.value.message
+
+        # A server that answers at once gives a handle that is already completed.
+        quick = await client.start_tool("plain", {"text": "hi"})
+        assert quick.task_id is None and not quick.is_task
+        assert text(await quick.result()) == "HI"
+        assert (await quick.status()).status == "completed"
+        await quick.cancel()  # nothing to cancel
+
+        with pytest.raises(MCPError) as unknown:
+            await client.task("no-such-task").status()
+        assert unknown.value.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("kind", ["memory", "http"])
+async def test_a_task_outlives_the_client_that_started_it(kind: str, url: str, tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    async with contextlib.AsyncExitStack() as stack:
+        if kind == "memory":
+            # In memory the application keeps the server up (as an HTTP process does).
+            await stack.enter_async_context(tasks_server.server.running())
+        async with client_for(kind, url) as first:
+            started = await first.start_tool("wait_for_file", {"path": str(signal), "text": "survived"})
+            task_id = started.task_id
+            assert task_id is not None
+        async with client_for(kind, url) as second:
+            task = second.task(task_id)
+            assert (await task.status()).status == "working"
+            signal.write_text("!")
+            assert text(await task.result()) == "survived: !"
+
+
+# -- what each era declares -------------------------------------------------------------------
+
+
+async def test_tasks_false_declares_nothing_and_required_task_tools_refuse(tmp_path: Path) -> None:
+    recorder = Recorder()
+    signal = tmp_path / "go"
+    signal.write_text("ready")
+    options: dict[str, Any] = {"protocol": "modern", "tasks": False, "channel_wrapper": recorder}
+    async with Client(tasks_server.server, **options) as client:
+        # Optional task tools answer directly; a required one refuses (SEP-2663: -32021).
+        assert text(await client.call_tool("wait_for_file", {"path": str(signal)})) == "done: ready"
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("broken")
+        assert refused.value.code == MISSING_CLIENT_CAPABILITY
+        # The handle API still asks for a task, for that call only.
+        task = await client.start_tool("wait_for_file", {"path": str(signal)})
+        assert task.is_task and text(await task.result()) == "done: ready"
+    calls = recorder.requests("tools/call")
+    capabilities = [c["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] for c in calls]
+    declared = ["extensions" in caps for caps in capabilities]
+    assert declared == [False, False, True]
+
+
+async def test_a_legacy_connection_is_unaffected(tmp_path: Path) -> None:
+    recorder = Recorder()
+    signal = tmp_path / "go"
+    signal.write_text("legacy")
+    async with Client(tasks_server.server, protocol="2025-11-25", channel_wrapper=recorder) as client:
+        assert not client.is_modern
+        assert text(await client.call_tool("wait_for_file", {"path": str(signal)})) == "done: legacy"
+        assert (await client.call_tool("broken")).is_error is True
+        task = await client.start_tool("wait_for_file", {"path": str(signal)})
+        assert not task.is_task and text(await task.result()) == "done: legacy"
+        with pytest.raises(MCPError, match="2026-07-28"):
+            await client.task("anything").status()
+    (initialize,) = recorder.requests("initialize")
+    assert "extensions" not in initialize["params"]["capabilities"]
+    assert not [m for m in recorder.sent if str(m.get("method", "")).startswith("tasks/")]
+    assert all("_meta" not in m.get("params", {}) for m in recorder.requests("tools/call"))
+
+
+# -- the everything server's task fixtures, as a process ---------------------------------------
+
+
+async def test_the_everything_servers_task_tools_over_stdio() -> None:
+    def elicit(params: t.ElicitParams) -> dict[str, Any]:
+        return {"action": "accept", "content": {"confirm": True, "name": "Lin"}}
+
+    command = [sys.executable, str(EVERYTHING)]
+    async with Client(command, protocol="modern", elicitation_handler=elicit) as client:
+        results = await asyncio.gather(
+            client.call_tool("slow_compute", {"seconds": 0.1, "label": "x"}),
+            client.call_tool("failing_job"),
+            client.call_tool("confirm_delete", {"filename": "f.txt"}),
+            client.call_tool("multi_input"),
+            client.call_tool("test_tool_with_task"),
+            client.call_tool("protocol_error_job"),
+            return_exceptions=True,
+        )
+    computed, failing, confirmed, multi, mrtr, protocol_error = results
+    assert isinstance(computed, t.CallToolResult) and text(computed) == "computed x after 0.1s"
+    assert isinstance(failing, t.CallToolResult) and failing.is_error is True
+    assert isinstance(confirmed, t.CallToolResult) and text(confirmed) == "deleted f.txt"
+    assert isinstance(multi, t.CallToolResult) and text(multi) == "name=Lin confirm=True"
+    assert isinstance(mrtr, t.CallToolResult) and text(mrtr) == "Hello, Lin, from a task!"
+    assert isinstance(protocol_error, MCPError) and protocol_error.code == -32603
+
+
+# -- Mcp-Name over HTTP --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/update", "tasks/cancel"])
+async def test_tasks_requests_carry_the_task_id_in_mcp_name(method: str) -> None:
+    channel = StreamableHTTPChannel("http://127.0.0.1:1/mcp")
+    try:
+        params = {
+            "taskId": "tâsk-1",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"},
+        }
+        message = msgspec.json.encode({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+        headers = channel._headers_for(_envelope.decode(message))
+    finally:
+        await channel.close()
+    assert headers["mcp-method"] == method
+    assert headers["mcp-name"] == "=?base64?dMOic2stMQ==?="  # not plain ASCII: the sentinel form
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text() if path.exists() and path.read_text() else None
+
+
+async def _until_status(task: TaskHandle, status: str, timeout: float = 10.0) -> Any:
+    async with asyncio.timeout(timeout):
+        while True:
+            current = await task.status()
+            if current.status == status:
+                return current
+            await asyncio.sleep(0.02)
