@@ -25,6 +25,7 @@ from .versions import ALL_VERSIONS, ProtocolVersion, negotiate_legacy, parse_ver
 
 __all__ = [
     "LEGACY_ONLY_METHODS",
+    "LEGACY_TASK_METHODS",
     "MODERN_ONLY_METHODS",
     "Era",
     "LifecycleState",
@@ -51,10 +52,14 @@ class LifecycleState(enum.Enum):
 LEGACY_ONLY_METHODS = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
-# Introduced in 2026-07-28 (with the tasks extension's methods, SEP-2663).
-MODERN_ONLY_METHODS = frozenset(
-    {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"}
-)
+# Introduced in 2026-07-28 (tasks/update with the tasks extension, SEP-2663).
+MODERN_ONLY_METHODS = frozenset({"server/discover", "subscriptions/listen", "tasks/update"})
+# The experimental tasks of 2025-11-25 (basic/utilities/tasks): no older revision has them.
+# The tasks extension keeps tasks/get and tasks/cancel; tasks/result and tasks/list are
+# gone from 2026-07-28 (-32601 there).
+LEGACY_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+_TASKS_SINCE = ProtocolVersion.V2025_11_25
+_NOT_MODERN = LEGACY_ONLY_METHODS | (LEGACY_TASK_METHODS - {"tasks/get", "tasks/cancel"})
 
 
 class RequestScope(msgspec.Struct):
@@ -129,7 +134,9 @@ class ServerLifecycle:
         if meta and PROTOCOL_VERSION in meta and method != "initialize":
             return self._modern_scope(method, meta, token)
         if self.version is not None:
-            if method in MODERN_ONLY_METHODS:
+            if method in MODERN_ONLY_METHODS or (
+                method in LEGACY_TASK_METHODS and self.version < _TASKS_SINCE
+            ):
                 raise MCPError.method_not_found(method)
             return RequestScope(
                 Era.LEGACY, self.version, self.client_capabilities, self.client_info, self.log_level, token
@@ -151,7 +158,7 @@ class ServerLifecycle:
         caps = meta.get(CLIENT_CAPABILITIES)
         if not isinstance(caps, dict):
             raise MCPError(INVALID_PARAMS, f'Missing or invalid "_meta.{CLIENT_CAPABILITIES}"')
-        if method in LEGACY_ONLY_METHODS:
+        if method in _NOT_MODERN:
             raise MCPError.method_not_found(method)
         info = meta.get(CLIENT_INFO)
         level = meta.get(LOG_LEVEL)

@@ -111,10 +111,13 @@ SERVER_METHODS: dict[str, msgspec.json.Decoder[Any]] = {
     "completion/complete": _decoder(t.CompleteParams),
     "logging/setLevel": _decoder(t.SetLevelParams),
     "subscriptions/listen": _decoder(t.ListenParams),
-    # The tasks extension (io.modelcontextprotocol/tasks, 2026-07-28 era).
+    # Tasks: get and cancel in both eras (the extension, 2026-07-28; the experimental
+    # tasks, 2025-11-25), update in the extension, result and list in 2025-11-25 only.
     "tasks/get": _decoder(TaskParams),
     "tasks/update": _decoder(UpdateTaskParams),
     "tasks/cancel": _decoder(TaskParams),
+    "tasks/result": _decoder(TaskParams),
+    "tasks/list": _decoder(t.PaginatedParams),
 }
 
 _EMPTY = b"{}"

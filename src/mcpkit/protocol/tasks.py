@@ -7,6 +7,11 @@ A server may answer a ``tools/call`` of a client that declared the extension
 ``tasks/cancel``. This module holds the wire shapes, the stored record of a
 task and its state machine; keeping and running tasks is the server's
 (:mod:`mcpkit.server.tasks`).
+
+The same records serve the experimental tasks of the 2025-11-25 revision
+(basic/utilities/tasks): there the client asks for a task with ``params.task``,
+the task is nested (``{"task": {...}}``) with ``ttl`` and ``pollInterval``, and
+the result is fetched with ``tasks/result`` (the ``Legacy*`` shapes below).
 """
 
 from __future__ import annotations
@@ -20,23 +25,29 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from .errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, MCPError
-from .types.features import Result
+from .types.features import PaginatedResult, Result
 from .types.params import Params
 
 __all__ = [
+    "RELATED_TASK",
     "TASKS_EXTENSION",
     "TASK_METHODS",
     "TERMINAL",
     "CreateTaskResult",
     "DetailedTask",
+    "LegacyCreateTaskResult",
+    "LegacyTask",
+    "ListTasksResult",
     "TaskParams",
     "TaskRecord",
     "TaskStatus",
     "UpdateTaskParams",
+    "cannot_cancel",
     "declares_tasks",
     "iso_time",
     "missing_tasks_capability",
     "new_task_id",
+    "related_task",
     "task_not_found",
 ]
 
@@ -44,6 +55,9 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 #: The methods the extension adds (2026-07-28 era; ``tasks/result`` and ``tasks/list`` of
 #: the 2025-11-25 experimental tasks are gone: -32601).
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+#: ``_meta`` key tying a message to its task (2025-11-25 basic/utilities/tasks,
+#: "Related Task Metadata"): ``{"taskId": ...}``.
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
 #: Once reached, a task's state does not change.
@@ -86,6 +100,32 @@ class DetailedTask(_TaskFields, kw_only=True):
     input_requests: dict[str, Any] | UnsetType = UNSET
 
 
+class LegacyTask(Result, kw_only=True):
+    """A task as 2025-11-25 shows it (``Task``; also ``GetTaskResult`` and ``CancelTaskResult``,
+    which are ``Result & Task``): times in ISO 8601, ``ttl`` and ``pollInterval`` in ms."""
+
+    task_id: str
+    status: str
+    status_message: str | UnsetType = UNSET
+    created_at: str
+    last_updated_at: str
+    #: Always on the wire: null for unlimited ("TTL and Resource Management").
+    ttl: int | None
+    poll_interval: int | UnsetType = UNSET
+
+
+class LegacyCreateTaskResult(Result, kw_only=True):
+    """The 2025-11-25 answer to a task-augmented request: the task, nested."""
+
+    task: LegacyTask
+
+
+class ListTasksResult(PaginatedResult, kw_only=True):
+    """``tasks/list`` (2025-11-25)."""
+
+    tasks: list[LegacyTask]
+
+
 class TaskRecord(msgspec.Struct, kw_only=True):
     """A task as a store keeps it (JSON-encodable, so any store can hold it).
 
@@ -117,6 +157,12 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     heartbeat_at: float | None = None
     #: Bumped by the store on every change (what waiting for a change watches).
     version: int = 0
+    #: Made by a 2025-11-25 task-augmented request (experimental tasks): seen only through
+    #: that revision's methods, whose shapes and rules differ from the extension's.
+    legacy: bool = False
+    #: The connection or HTTP session that made it (legacy tasks): what ``tasks/list``
+    #: shows an unauthenticated caller.
+    session: str | None = None
 
     @property
     def terminal(self) -> bool:
@@ -140,6 +186,21 @@ class TaskRecord(msgspec.Struct, kw_only=True):
         if self.poll_interval_ms is not None:
             fields["poll_interval_ms"] = self.poll_interval_ms
         return fields
+
+    def legacy_task(self) -> LegacyTask:
+        """The task as 2025-11-25 shows it (``tasks/get``, ``tasks/list``, ``tasks/cancel``)."""
+        task = LegacyTask(
+            task_id=self.task_id,
+            status=self.status,
+            created_at=iso_time(self.created_at),
+            last_updated_at=iso_time(self.last_updated_at),
+            ttl=self.ttl_ms,
+        )
+        if self.status_message is not None:
+            task.status_message = self.status_message
+        if self.poll_interval_ms is not None:
+            task.poll_interval = self.poll_interval_ms
+        return task
 
     def created(self) -> CreateTaskResult:
         """The ``CreateTaskResult`` announcing this task."""
@@ -234,6 +295,16 @@ def task_not_found(task_id: str, *, expired: bool = False) -> MCPError:
     """-32602 for an unknown (or another caller's, or expired) task id."""
     why = "Task has expired" if expired else "Task not found"
     return MCPError(INVALID_PARAMS, f"Failed to retrieve task: {why}", {"taskId": task_id})
+
+
+def cannot_cancel(status: str) -> MCPError:
+    """-32602 for ``tasks/cancel`` of an ended task (2025-11-25 "Task Cancellation")."""
+    return MCPError(INVALID_PARAMS, f"Cannot cancel task: already in terminal status '{status}'")
+
+
+def related_task(task_id: str) -> dict[str, Any]:
+    """The ``_meta`` entry tying a message to task ``task_id`` (2025-11-25)."""
+    return {RELATED_TASK: {"taskId": task_id}}
 
 
 def new_task_id() -> str:

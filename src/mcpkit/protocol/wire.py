@@ -41,6 +41,9 @@ _ADDED_IN: dict[str, ProtocolVersion] = {
     "cacheScope": V.V2026_07_28,
     "icons": V.V2025_11_25,
     "execution": V.V2025_11_25,
+    # ServerCapabilities.tasks (experimental tasks): only ListTasksResult has another
+    # "tasks" key, and tasks/list exists in 2025-11-25 alone.
+    "tasks": V.V2025_11_25,
     "title": V.V2025_06_18,
     "lastModified": V.V2025_06_18,
     "outputSchema": V.V2025_06_18,

@@ -37,6 +37,7 @@ from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
 from .tasks import TaskManager, TaskSettings
+from .tasks_legacy import LegacyTasks
 from .tools import ToolOptions, ToolRegistry
 
 __all__ = ["MCPServer"]
@@ -119,6 +120,8 @@ class MCPServer:
         self._completer: Completer | None = None
         #: The tasks of this server (tasks extension): see :class:`TaskSettings`.
         self.tasks = TaskManager(tasks)
+        #: The same tasks as the 2025-11-25 experimental tasks (:mod:`mcpkit.server.tasks_legacy`).
+        self.legacy_tasks = LegacyTasks(self.tasks)
         self._holders = 0  # entries of running() not yet left
         #: Carries list changes and resource updates to connections and subscriptions.
         self.bus: NotificationBus = bus if bus is not None else LocalBus()
@@ -451,9 +454,11 @@ class MCPServer:
 
     # -- protocol surface ----------------------------------------------------
 
-    def capabilities(self, *, modern: bool) -> t.ServerCapabilities:
+    def capabilities(self, *, modern: bool, legacy_tasks: bool = False) -> t.ServerCapabilities:
         """The capabilities the server declares, in the ``initialize`` result (``modern=False``)
-        and the ``server/discover`` result (``modern=True``); the same in both eras."""
+        and the ``server/discover`` result (``modern=True``); the same in both eras, but for
+        tasks: the extension in ``server/discover``, ``tasks`` in an ``initialize`` result
+        that negotiated 2025-11-25 (``legacy_tasks``: its experimental tasks)."""
         # Modern: change notifications and resource updates through subscriptions/listen.
         return t.ServerCapabilities(
             tools={"listChanged": True},
@@ -463,6 +468,7 @@ class MCPServer:
             completions={},
             # 2026-07-28 extensions, declared in server/discover (SEP-2663 "Capability Negotiation").
             extensions={TASKS_EXTENSION: {}} if modern else UNSET,
+            tasks=self.legacy_tasks.capability() if legacy_tasks and not modern else UNSET,
         )
 
     async def _complete(self, params: t.CompleteParams, ctx: Context) -> t.CompleteResult:

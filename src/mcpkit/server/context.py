@@ -13,6 +13,7 @@ from ..protocol.auth import Principal
 from ..protocol.errors import INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, MCPError
 from ..protocol.lifecycle import RequestScope
 from ..protocol.requests import ServerRequest
+from ..protocol.tasks import related_task
 from ..protocol.types.client_features import LOG_LEVELS
 from .mrtr import InputRequired, RoundTrip
 
@@ -167,14 +168,16 @@ class Context:
     ) -> None:
         """Send ``notifications/progress`` if the client asked for progress on this request.
 
-        In a task, the progress becomes the task's ``statusMessage`` instead (the
-        tasks extension sends no progress notifications).
+        In a task, the progress becomes the task's ``statusMessage`` too; the tasks
+        extension sends no progress notifications, a 2025-11-25 task sends them
+        with the request's token, tagged with the task ("Task Progress Notifications").
         """
         task = self._task
         if task is not None and task.task_id is not None:
             shown = f"{progress:g}" if total is None else f"{progress:g}/{total:g}"
             await task.progress(f"{message} ({shown})" if message else shown)
-            return
+            if not task.legacy:
+                return
         token = self._scope.progress_token
         if token is None:
             return
@@ -183,6 +186,10 @@ class Context:
             params["total"] = total
         if message is not None and self._scope.version >= "2025-03-26":
             params["message"] = message
+        if task is not None and task.task_id is not None:
+            params["_meta"] = related_task(task.task_id)
+            task.notify("notifications/progress", params)
+            return
         self._conn.engine.notify("notifications/progress", params, self.request_id)
         await self._conn.engine.channel.drain()
 
@@ -192,7 +199,8 @@ class Context:
         Modern requests carry their own threshold in ``_meta`` and get nothing
         when they set none (2026-07-28 server/utilities/logging).
         """
-        if self._task is not None and self._task.task_id is not None:
+        task = self._task
+        if task is not None and task.task_id is not None and not task.legacy:
             return  # not sent for tasks (tasks extension "Task Status Notifications")
         threshold = self._scope.log_level if self._scope.is_modern else self._conn.lifecycle.log_level
         if self._scope.is_modern and threshold is None:
@@ -202,6 +210,11 @@ class Context:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
+        if task is not None and task.task_id is not None:
+            # A 2025-11-25 task: tagged with it, sent where the task's messages go.
+            params["_meta"] = related_task(task.task_id)
+            task.notify("notifications/message", params)
+            return
         self._conn.engine.notify("notifications/message", params, self.request_id)
         await self._conn.engine.channel.drain()
 
@@ -279,7 +292,8 @@ class Context:
         requests. Modern era: they are returned together in one ``input_required``
         result and this handler runs again, from the top, when the client retries
         with the answers. In a task: the task waits in ``input_required`` until
-        ``tasks/update`` has brought every answer.
+        ``tasks/update`` has brought every answer (a 2025-11-25 task: until the
+        client has answered the requests, sent to it tagged with the task).
         """
         for request in requests.values():
             self._require(request.capability)

@@ -36,6 +36,7 @@ from .context import Context
 from .middleware import ComponentKind, Middleware, NotifyNext, compose, notifies, unwind
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
+from .tasks_legacy import refuse_plain_call, refuse_task
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -48,6 +49,7 @@ logger = logging.getLogger("mcpkit.session")  # where the engine logs failed han
 Handler: TypeAlias = Callable[["ServerDispatcher", ServerRequest], Awaitable[Any]]
 
 _V2025_03_26 = ProtocolVersion.V2025_03_26
+_V2025_11_25 = ProtocolVersion.V2025_11_25
 _MODERN = Era.MODERN
 
 
@@ -76,6 +78,8 @@ class ServerDispatcher:
         self.subscriptions: set[str] = set()
         #: Set when no more input will come (stdio EOF): long-lived requests end.
         self.closing = asyncio.Event()
+        #: What ties 2025-11-25 tasks to this connection for tasks/list (made on first use).
+        self.tasks_key: str | None = None
 
     def attach(self, engine: Engine[ServerRequest]) -> None:
         self.engine = engine
@@ -121,8 +125,8 @@ class ServerDispatcher:
         server = self.server
         params = request.params
         tool = server._tools.tools.get(params.name)
-        if tool is None or not tool.runs_inline:
-            return None
+        if tool is None or not tool.runs_inline or params.task is not UNSET:
+            return None  # (a task-augmented call: _call_tool decides what it gets)
         if server.calls_intercepted:
             hooks = server.call_hooks
             return None if hooks is None else self._answer_hooked(request, tool, hooks)
@@ -328,7 +332,7 @@ async def _initialize(conn: ServerDispatcher, request: ServerRequest) -> Any:
     version = conn.lifecycle.initialize(msgspec.to_builtins(request.params))
     return t.InitializeResult(
         protocol_version=version.value,
-        capabilities=conn.server.capabilities(modern=False),
+        capabilities=conn.server.capabilities(modern=False, legacy_tasks=version is _V2025_11_25),
         server_info=conn.server.implementation,
         instructions=conn.server.instructions or UNSET,
     )
@@ -364,7 +368,18 @@ def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[A
 
 async def _list_tools(conn: ServerDispatcher, request: ServerRequest) -> Any:
     shown = _visible(conn, request, "tool")
-    items = [tool.definition for name, tool in conn.server._tools.tools.items() if shown(name)]
+    scope = _scope(request)
+    tools = conn.server._tools.tools
+    if scope.is_modern or scope.version is _V2025_11_25:
+        # execution.taskSupport in 2025-11-25; no execution at all in 2026-07-28.
+        modern, everywhere = scope.is_modern, conn.server.tasks.settings.after is not None
+        items = [
+            tool.listed(modern=modern, tasks_everywhere=everywhere)
+            for name, tool in tools.items()
+            if shown(name)
+        ]
+    else:
+        items = [tool.definition for name, tool in tools.items() if shown(name)]  # (downgraded)
     page, nxt = _page(items, request.params.cursor, conn.server.page_size)
     return t.ListToolsResult(tools=page, next_cursor=nxt)
 
@@ -377,15 +392,25 @@ async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
     mode, after = tool.options.task, tool.options.task_after
     if mode is None and conn.server.tasks.settings.after is not None:
         mode, after = "optional", conn.server.tasks.settings.after  # the server-wide policy
-    if mode is not None and _scope(request).is_modern:
-        if declares_tasks(_scope(request).client_capabilities):
-            trip = _round_trip(conn, request)
-            try:
-                return await conn.server.tasks.call_tool(conn, request, tool, trip, after)
-            except InputRequired as exc:
-                return _input_required(conn, exc, trip)
+    scope = _scope(request)
+    if scope.is_modern:
+        if mode is not None:
+            if declares_tasks(scope.client_capabilities):
+                trip = _round_trip(conn, request)
+                try:
+                    return await conn.server.tasks.call_tool(conn, request, tool, trip, after)
+                except InputRequired as exc:
+                    return _input_required(conn, exc, trip)
+            if mode == "required":
+                raise missing_tasks_capability(f"the tool {name!r} needs")
+    elif scope.version is _V2025_11_25:
+        # The experimental tasks: the client asks for one (older revisions ignore params.task).
+        if request.params.task is not UNSET:
+            if mode is None:
+                raise refuse_task(name)
+            return await conn.server.legacy_tasks.call_tool(conn, request, tool)
         if mode == "required":
-            raise missing_tasks_capability(f"the tool {name!r} needs")
+            raise refuse_plain_call(name)
     if tool.signature.context_param is None:
         return await tool.call(request.arguments, None)
     trip = _round_trip(conn, request)
@@ -546,6 +571,8 @@ def _tasks_owner(request: ServerRequest) -> str | None:
 
 
 async def _tasks_get(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    if not _scope(request).is_modern:
+        return await conn.server.legacy_tasks.get(request)  # (2025-11-25: the lifecycle saw to it)
     owner = _tasks_owner(request)
     return await conn.server.tasks.get(request.params.task_id, owner)
 
@@ -557,9 +584,19 @@ async def _tasks_update(conn: ServerDispatcher, request: ServerRequest) -> Any:
 
 
 async def _tasks_cancel(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    if not _scope(request).is_modern:
+        return await conn.server.legacy_tasks.cancel(request)
     owner = _tasks_owner(request)
     await conn.server.tasks.cancel(request.params.task_id, owner)
     return t.EmptyResult()
+
+
+async def _tasks_result(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    return await conn.server.legacy_tasks.result(conn, request)  # 2025-11-25 only
+
+
+async def _tasks_list(conn: ServerDispatcher, request: ServerRequest) -> Any:
+    return await conn.server.legacy_tasks.list_tasks(conn, request)  # 2025-11-25 only
 
 
 async def _set_level(conn: ServerDispatcher, request: ServerRequest) -> Any:
@@ -587,5 +624,7 @@ _METHODS: dict[str, Handler] = {
     "tasks/get": _tasks_get,
     "tasks/update": _tasks_update,
     "tasks/cancel": _tasks_cancel,
+    "tasks/result": _tasks_result,
+    "tasks/list": _tasks_list,
 }
 assert _METHODS.keys() == SERVER_METHODS.keys()

@@ -20,7 +20,7 @@ import msgspec
 
 from ..protocol.tasks import TaskRecord
 
-__all__ = ["MemoryTaskStore", "TaskStore"]
+__all__ = ["MemoryTaskStore", "TaskLister", "TaskStore"]
 
 T = TypeVar("T")
 
@@ -56,6 +56,15 @@ class TaskStore(Protocol):
         """Forget the tasks whose TTL has run out; how many."""
 
 
+@runtime_checkable
+class TaskLister(Protocol):
+    """A store that can also list an owner's tasks (optional: without it a server
+    serves no 2025-11-25 ``tasks/list`` and does not declare ``tasks.list``)."""
+
+    async def owned(self, owner: str | None) -> list[TaskRecord]:
+        """The tasks of ``owner`` not yet purged, oldest first."""
+
+
 class MemoryTaskStore:
     """Tasks of this process, in memory (the default): lost when the process stops."""
 
@@ -66,10 +75,13 @@ class MemoryTaskStore:
         self._changed: dict[str, asyncio.Event] = {}
         #: Owner -> ids of its tasks that have not ended (what count_active reads).
         self._active: dict[str | None, set[str]] = {}
+        #: Owner -> ids of all its tasks, oldest first (what owned reads; a dict as ordered set).
+        self._owned: dict[str | None, dict[str, None]] = {}
 
     async def create(self, record: TaskRecord) -> None:
         """Store ``record``."""
         self._records[record.task_id] = _encode(record)
+        self._owned.setdefault(record.owner, {})[record.task_id] = None
         if not record.terminal:
             self._active.setdefault(record.owner, set()).add(record.task_id)
 
@@ -121,6 +133,11 @@ class MemoryTaskStore:
         """Tasks of ``owner`` still working or waiting for input."""
         return len(self._active.get(owner, ()))
 
+    async def owned(self, owner: str | None) -> list[TaskRecord]:
+        """The tasks of ``owner``, oldest first."""
+        records = self._records
+        return [_decode(records[task_id]) for task_id in self._owned.get(owner, ())]
+
     async def purge(self, now: float | None = None) -> int:
         """Forget expired tasks."""
         now = time.time() if now is None else now
@@ -130,6 +147,11 @@ class MemoryTaskStore:
         for task_id, record in gone:
             del self._records[task_id]
             self._settled(record.owner, task_id)
+            owned = self._owned.get(record.owner)
+            if owned is not None:
+                owned.pop(task_id, None)
+                if not owned:
+                    del self._owned[record.owner]
             event = self._changed.pop(task_id, None)
             if event is not None:
                 event.set()

@@ -12,7 +12,8 @@ round-trip exchanges of the call itself; once it is a task they park the task
 in ``input_required`` until ``tasks/update`` brings the answers.
 
 Records live in a :class:`~mcpkit.server.task_store.TaskStore` (in memory by
-default), bound to the principal that created them.
+default), bound to the principal that created them. The 2025-11-25 experimental
+tasks run the same handlers on the same records (:mod:`mcpkit.server.tasks_legacy`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ class TaskSettings:
 class TaskRun:
     """One handler that is (or may become) a task: what its :class:`Context` talks to."""
 
+    #: A 2025-11-25 task (:class:`~mcpkit.server.tasks_legacy.LegacyTaskRun`).
+    legacy = False
+
     def __init__(self, manager: TaskManager, request: ServerRequest, owner: str | None) -> None:
         self.manager = manager
         self.request = request
@@ -120,6 +124,16 @@ class TaskRun:
             if answers is not None:
                 return answers
             await store.wait(task_id, record.version, self.manager.settings.heartbeat)
+
+    def prepare(self, record: TaskRecord) -> None:
+        """Complete the record of this task before it is stored (a hook for other kinds of run)."""
+
+    def ended(self, record: TaskRecord) -> None:
+        """Called with the task's final record once its handler has ended (a hook)."""
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send a notification about the task: only 2025-11-25 tasks do (the extension's
+        clients poll instead)."""
 
     async def progress(self, message: str) -> None:
         """Show ``message`` as the task's ``statusMessage``."""
@@ -210,6 +224,7 @@ class TaskManager:
             target=request.target,
             heartbeat_at=now if self.store.shared else None,
         )
+        run.prepare(record)
         # Durably created before the client hears of it (SEP-2663 "Task Creation").
         await self.store.create(record)
         run.task_id = record.task_id
@@ -220,11 +235,13 @@ class TaskManager:
     def _adopt(self, run: TaskRun, handler: asyncio.Future[Any]) -> None:
         task_id = run.task_id
         assert task_id is not None
-        driver = asyncio.get_running_loop().create_task(self._drive(task_id, handler))
+        driver = asyncio.get_running_loop().create_task(self._drive(run, handler))
         self._running[task_id] = driver
 
-    async def _drive(self, task_id: str, handler: asyncio.Future[Any]) -> None:
+    async def _drive(self, run: TaskRun, handler: asyncio.Future[Any]) -> None:
         """Await the handler in the background and record how it ended."""
+        task_id = run.task_id
+        assert task_id is not None
         watcher = asyncio.ensure_future(self._watch(task_id, handler))
         status: Any = "completed"
         result: dict[str, Any] | None = None
@@ -249,7 +266,7 @@ class TaskManager:
             status, error, message = "failed", _error(failed), failed.message
         else:
             try:
-                result = _encoded(value)
+                result = _encoded(value, complete=not run.legacy)
                 size = len(msgspec.json.encode(result))
             except (TypeError, msgspec.EncodeError) as exc:
                 logger.error("task %s: its result cannot be encoded: %s", task_id, exc)
@@ -263,13 +280,19 @@ class TaskManager:
                 status, error, message = "failed", _error(big), big.message
             if status == "failed":
                 result = None
+            elif run.legacy and result is not None and result.get("isError") is True:
+                # 2025-11-25 "Task Execution Errors": a tool result with isError fails the
+                # task; tasks/result still returns that result.
+                status, message = "failed", _tool_error(result)
         finally:
             watcher.cancel()
             self._running.pop(task_id, None)
         now = time.time()
-        await self.store.modify(
+        ended = await self.store.modify(
             task_id, lambda record: record.finish(status, now, result=result, error=error, message=message)
         )
+        if ended is not None:
+            run.ended(ended[0])
 
     async def _watch(self, task_id: str, handler: asyncio.Future[Any]) -> None:
         """Cancel the handler when ``tasks/cancel`` reached the store (from any process);
@@ -278,10 +301,13 @@ class TaskManager:
         beat = self.settings.heartbeat
         while True:
             record = await store.get(task_id)
-            if record is None or record.terminal:
+            if record is None:
                 return
             if record.cancel_requested:
+                # (A 2025-11-25 tasks/cancel ends the task before the handler has stopped.)
                 handler.cancel()
+                return
+            if record.terminal:
                 return
             if store.shared and (record.heartbeat_at is None or time.time() - record.heartbeat_at >= beat):
                 await store.modify(task_id, _beat)
@@ -290,10 +316,11 @@ class TaskManager:
 
     # -- tasks/get, tasks/update, tasks/cancel -----------------------------------
 
-    async def _record(self, task_id: str, owner: str | None) -> TaskRecord:
+    async def _record(self, task_id: str, owner: str | None, legacy: bool = False) -> TaskRecord:
         record = await self.store.get(task_id)
         # Another principal's task is "not found", never "forbidden": its existence is not told.
-        if record is None or record.owner != owner:
+        # So is a task of the other era's tasks: their shapes and rules differ.
+        if record is None or record.owner != owner or record.legacy != legacy:
             raise task_not_found(task_id)
         now = time.time()
         if record.expired(now):
@@ -371,9 +398,19 @@ def _error(exc: MCPError) -> dict[str, Any]:
     return error
 
 
-def _encoded(value: Any) -> dict[str, Any]:
-    """A handler's result as the original request would have returned it (2026-07-28)."""
-    if hasattr(value, "result_type") and value.result_type is msgspec.UNSET:
+def _tool_error(result: dict[str, Any]) -> str:
+    """A failed task's ``statusMessage`` from a tool result with ``isError``: its first text."""
+    for block in result.get("content") or ():
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            text: str = block["text"]
+            return f"Tool execution failed: {text[:500]}"
+    return "Tool execution failed"
+
+
+def _encoded(value: Any, complete: bool = True) -> dict[str, Any]:
+    """A handler's result as the original request would have returned it (with
+    ``resultType`` in 2026-07-28, without it in 2025-11-25)."""
+    if complete and hasattr(value, "result_type") and value.result_type is msgspec.UNSET:
         value.result_type = "complete"
     encoded = msgspec.to_builtins(value)
     if not isinstance(encoded, dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -77,6 +77,33 @@ class RegisteredTool:
     options: ToolOptions = ToolOptions()
     #: Enforces ``rate_limit=`` and ``timeout=`` (None when the tool declares neither).
     guard: ToolGuard | None = None
+    #: ``tools/list`` entries other than :attr:`definition`, made on first use (see :meth:`listed`).
+    _listed: dict[str, t.Tool] = field(default_factory=dict)
+
+    def listed(self, *, modern: bool, tasks_everywhere: bool = False) -> t.Tool:
+        """The tool as ``tools/list`` shows it: in 2025-11-25 with ``execution.taskSupport``
+        when its calls may be tasks (server/tools "Tool-Level Negotiation"; absent means
+        forbidden), in 2026-07-28 without ``execution``, which that revision's Tool lacks.
+        ``tasks_everywhere``: a server-wide task policy makes every tool's tasks optional."""
+        definition = self.definition
+        if modern:
+            if definition.execution is UNSET:
+                return definition
+            mode = "modern"
+        else:
+            task = self.options.task or ("optional" if tasks_everywhere else None)
+            if task is None:
+                return definition
+            mode = task
+        shown = self._listed.get(mode)
+        if shown is None:
+            if mode == "modern":
+                shown = msgspec.structs.replace(definition, execution=UNSET)
+            else:
+                execution = definition.execution if definition.execution is not UNSET else {}
+                shown = msgspec.structs.replace(definition, execution={**execution, "taskSupport": mode})
+            self._listed[mode] = shown
+        return shown
 
     @property
     def runs_inline(self) -> bool:
