@@ -19,17 +19,20 @@ tasks run the same handlers on the same records (:mod:`mcpkit.server.tasks_legac
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
 from ..protocol.errors import INTERNAL_ERROR, RATE_LIMITED, MCPError
 from ..protocol.requests import ServerRequest
 from ..protocol.tasks import DetailedTask, TaskRecord, new_task_id, task_not_found
+from ..scale.errors import RedisUnavailable
 from .mrtr import InputRequired, RoundTrip
 from .task_store import MemoryTaskStore, TaskStore
 
@@ -56,6 +59,13 @@ class TaskSettings:
     (in this process's memory by default); ``heartbeat``: how often a running
     task proves its process alive in a shared store (a task whose process has
     not for three heartbeats is failed).
+
+    Without ``store``, records go to Redis when ``redis_url`` is a URL, or when
+    it is None (the default) and ``MCPKIT_REDIS_URL`` is set when the first task
+    is made: every worker using that Redis and key prefix (``redis_prefix``,
+    default ``MCPKIT_REDIS_PREFIX`` or ``"mcpkit"``) then sees every task
+    (:class:`~mcpkit.scale.tasks.RedisTaskStore`). ``redis_url=False`` keeps
+    them in memory whatever the environment says.
     """
 
     ttl: float | None = 3600.0
@@ -65,6 +75,8 @@ class TaskSettings:
     after: float | None = None
     store: TaskStore | None = None
     heartbeat: float = 5.0
+    redis_url: str | Literal[False] | None = None
+    redis_prefix: str | None = None
 
     def __post_init__(self) -> None:
         if self.ttl is not None and self.ttl <= 0:
@@ -152,11 +164,22 @@ class TaskManager:
 
     def __init__(self, settings: TaskSettings | None = None) -> None:
         self.settings = settings or TaskSettings()
-        self.store: TaskStore = self.settings.store or MemoryTaskStore()
+        self._store: TaskStore | None = self.settings.store
+        self._own_store = False
         #: Handlers running as tasks in this process, by task id.
         self._running: dict[str, asyncio.Task[Any]] = {}
         self._closing = False
         self._purged = 0.0
+
+    @property
+    def store(self) -> TaskStore:
+        """Where the records are: ``settings.store``, else chosen on first use (the
+        environment is read then: ``mcpkit run --redis`` sets it after the import)."""
+        store = self._store
+        if store is None:
+            store = self._store = _default_store(self.settings)
+            self._own_store = True
+        return store
 
     # -- tools/call --------------------------------------------------------------
 
@@ -201,6 +224,10 @@ class TaskManager:
         return record.created()
 
     async def _create(self, run: TaskRun) -> TaskRecord:
+        with _reachable():
+            return await self._make(run)
+
+    async def _make(self, run: TaskRun) -> TaskRecord:
         settings = self.settings
         now = time.time()
         if now - self._purged > 60:
@@ -288,31 +315,60 @@ class TaskManager:
             watcher.cancel()
             self._running.pop(task_id, None)
         now = time.time()
-        ended = await self.store.modify(
+        ended = await self._settle(
             task_id, lambda record: record.finish(status, now, result=result, error=error, message=message)
         )
         if ended is not None:
             run.ended(ended[0])
+
+    async def _settle(self, task_id: str, change: Callable[[TaskRecord], Any]) -> Any:
+        """Record how a task ended (``store.modify``), trying again while the store is out
+        of reach: a short outage must not lose the result (a shared store's task is failed
+        by others only once its heartbeat is three beats old)."""
+        delay = 0.05
+        deadline = time.monotonic() + (2.0 if self._closing else max(30.0, 3 * self.settings.heartbeat))
+        while True:
+            try:
+                return await self.store.modify(task_id, change)
+            except Exception as exc:
+                if time.monotonic() >= deadline:
+                    logger.error("task %s: its end could not be recorded: %s", task_id, exc)
+                    return None
+                logger.warning("task %s: recording its end failed (%s); trying again", task_id, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     async def _watch(self, task_id: str, handler: asyncio.Future[Any]) -> None:
         """Cancel the handler when ``tasks/cancel`` reached the store (from any process);
         in a shared store, keep the task's heartbeat fresh meanwhile."""
         store = self.store
         beat = self.settings.heartbeat
+        failing = False
         while True:
-            record = await store.get(task_id)
-            if record is None:
-                return
-            if record.cancel_requested:
-                # (A 2025-11-25 tasks/cancel ends the task before the handler has stopped.)
-                handler.cancel()
-                return
-            if record.terminal:
-                return
-            if store.shared and (record.heartbeat_at is None or time.time() - record.heartbeat_at >= beat):
-                await store.modify(task_id, _beat)
-                continue
-            await store.wait(task_id, record.version, beat)
+            try:
+                record = await store.get(task_id)
+                if record is None:
+                    return
+                if record.cancel_requested:
+                    # (A 2025-11-25 tasks/cancel ends the task before the handler has stopped.)
+                    handler.cancel()
+                    return
+                if record.terminal:
+                    return
+                if store.shared and (
+                    record.heartbeat_at is None or time.time() - record.heartbeat_at >= beat
+                ):
+                    await store.modify(task_id, _beat)
+                    continue
+                await store.wait(task_id, record.version, beat)
+            except Exception as exc:
+                # The store is out of reach (Redis down): the handler goes on, and so do the
+                # cancellation checks and heartbeats, once it is back.
+                (logger.debug if failing else logger.warning)("task %s: task store failed: %s", task_id, exc)
+                failing = True
+                await asyncio.sleep(min(beat, 1.0) / 2)
+            else:
+                failing = False
 
     # -- tasks/get, tasks/update, tasks/cancel -----------------------------------
 
@@ -343,16 +399,22 @@ class TaskManager:
 
     async def get(self, task_id: str, owner: str | None) -> DetailedTask:
         """``tasks/get``: the task, its status's payload inlined."""
-        return (await self._record(task_id, owner)).detailed()
+        with _reachable():
+            return (await self._record(task_id, owner)).detailed()
 
     async def update(self, task_id: str, owner: str | None, responses: Mapping[str, Any]) -> None:
         """``tasks/update``: accept the answers to outstanding input requests (others are ignored)."""
-        await self._record(task_id, owner)
-        now = time.time()
-        await self.store.modify(task_id, lambda record: record.answer(responses, now))
+        with _reachable():
+            await self._record(task_id, owner)
+            now = time.time()
+            await self.store.modify(task_id, lambda record: record.answer(responses, now))
 
     async def cancel(self, task_id: str, owner: str | None) -> None:
         """``tasks/cancel``: cooperative; a task that has ended is left as it is."""
+        with _reachable():
+            await self._cancel(task_id, owner)
+
+    async def _cancel(self, task_id: str, owner: str | None) -> None:
         record = await self._record(task_id, owner)
         if record.terminal:
             return
@@ -381,10 +443,38 @@ class TaskManager:
                 await asyncio.gather(*drivers, return_exceptions=True)
         finally:
             self._closing = False
+            # A store chosen here (Redis) closes its connections; they reopen on use.
+            closing = getattr(self._store, "aclose", None) if self._own_store else None
+            if closing is not None:
+                await closing()
 
     def running(self) -> int:
         """How many task handlers run in this process."""
         return len(self._running)
+
+
+def _default_store(settings: TaskSettings) -> TaskStore:
+    """The store when none is given: Redis when a URL is (or the environment has one), as
+    legacy HTTP sessions and rate limits choose (``MCPKIT_REDIS_URL``, ``MCPKIT_REDIS_PREFIX``)."""
+    url = settings.redis_url
+    if url is None:
+        url = os.environ.get("MCPKIT_REDIS_URL") or False
+    if not url:
+        return MemoryTaskStore()
+    from ..scale.tasks import RedisTaskStore  # needs the redis extra: imported only when used
+
+    prefix = settings.redis_prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
+    return RedisTaskStore(url, prefix)
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """A store out of reach answers the request with an error saying so (the client may
+    retry; a running task goes on), not with an opaque internal error."""
+    try:
+        yield
+    except RedisUnavailable as exc:
+        raise MCPError(INTERNAL_ERROR, f"Tasks are unavailable for now: {exc}", {"retryAfter": 1}) from None
 
 
 def _beat(record: TaskRecord) -> None:
