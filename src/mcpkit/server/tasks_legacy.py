@@ -211,9 +211,9 @@ class LegacyTasks:
 
     def capability(self) -> dict[str, Any]:
         """``ServerCapabilities.tasks``: tools/call may be task-augmented; list, cancel."""
-        tasks: dict[str, Any] = {"cancel": {}, "requests": {"tools": {"call": {}}}}
-        if self.lists:
-            tasks["list"] = {}
+        tasks: dict[str, Any] = {"list": {}} if self.lists else {}
+        tasks["cancel"] = {}
+        tasks["requests"] = {"tools": {"call": {}}}
         return tasks
 
     # -- tools/call with params.task ----------------------------------------------
