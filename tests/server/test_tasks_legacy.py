@@ -503,6 +503,20 @@ async def test_an_elicitation_inside_a_task_reaches_the_client_tagged_with_it() 
         await peer.close()
 
 
+async def test_an_unanswered_question_waits_as_long_as_the_task_lives() -> None:
+    server, _ = make_server()
+    async with peers(server) as (peer,):
+        created = await peer.call("confirm", {"ttl": 300})
+        task_id = created["task"]["taskId"]
+        asked = await asyncio.wait_for(peer.requests.get(), 5)
+        # Never answered: once the task's TTL has run out the question is withdrawn and the
+        # handler ends (no handler left waiting for a task nobody can see any more).
+        withdrawn = await peer.note(lambda note: note["method"] == "notifications/cancelled", timeout=10)
+        assert withdrawn["params"]["requestId"] == asked["id"]
+        await eventually(lambda: server.tasks.running() == 0)
+        assert (await peer.error("tasks/get", {"taskId": task_id}))["code"] == INVALID_PARAMS
+
+
 async def test_progress_and_logs_of_a_task_carry_its_id() -> None:
     server, _ = make_server()
     async with peers(server) as (peer,):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import logging
 import secrets
 import time
@@ -91,6 +92,8 @@ class LegacyTaskRun(TaskRun):
         self.listeners: list[tuple[ServerDispatcher, int | str]] = []
         self._listener_came = asyncio.Event()
         self._status = "working"
+        #: When the task's TTL runs out (epoch seconds; None: never): questions wait until then.
+        self.expires_at: float | None = None
 
     def prepare(self, record: TaskRecord) -> None:
         record.legacy = True
@@ -99,6 +102,8 @@ class LegacyTaskRun(TaskRun):
         # "Receivers MAY override the requested ttl": granted up to the server's own.
         if wanted is not None and (record.ttl_ms is None or wanted < record.ttl_ms):
             record.ttl_ms = wanted
+        if record.ttl_ms is not None:
+            self.expires_at = record.created_at + record.ttl_ms / 1000
 
     # -- where the task's messages go -------------------------------------------
 
@@ -168,16 +173,22 @@ class LegacyTaskRun(TaskRun):
         # "Input Required Status": the request carries the task it belongs to.
         params = {**request["params"], "_meta": related_task(task_id)}
         while True:
+            # A task's question waits for its answer as long as the task lives (a user may
+            # take their time; the request timeout of a plain call would fail the task).
+            left = None if self.expires_at is None else self.expires_at - time.time()
+            if left is not None and left <= 0:
+                raise MCPError(INTERNAL_ERROR, "The task expired before its question was answered")
             route = self.route()
             if route is None:
                 # Nobody to ask yet: the next tasks/result of this task (a client back
                 # after a reconnection) is where the question goes.
                 self._listener_came.clear()
-                await self._listener_came.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._listener_came.wait(), left)
                 continue
             engine, related = route
             try:
-                raw = await engine.request(request["method"], params, related=related)
+                raw = await engine.request(request["method"], params, related=related, timeout=left)
             except SessionClosed:
                 continue  # that connection went away unanswered: ask through another
             break
