@@ -1,0 +1,212 @@
+"""The sql reference server: PostgreSQL or SQLite, read-only enforced in depth.
+
+``python -m mcpkit.servers.sql postgresql://user@host/db`` (or ``sqlite:///path/to.db``)
+serves, over stdio by default, the tools of ``@modelcontextprotocol/server-postgres``
+(``query`` with its ``sql`` argument, and the table schemas as resources at
+``postgres://user@host:port/<table>/schema``) plus ``list_schemas``, ``list_tables``,
+``describe_table`` (``table_name``, as ``mcp-server-sqlite`` names it) and ``explain``.
+
+A statement runs only if a SQL parser finds exactly one read-only statement in it
+(:mod:`.guard`), and then inside a READ ONLY transaction it cannot end, over
+PostgreSQL's extended protocol (:mod:`.postgres`), or on a SQLite file opened
+read-only under an authorizer (:mod:`.sqlite`). ``--allow-write`` adds an
+``execute`` tool annotated ``destructiveHint``, so hosts ask the user first.
+See docs/servers/sql.md for the threat model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+
+from .backends import Backend, Limits
+from .guard import Checked, Refused, check_read_only, check_write
+from .server import build_server
+
+__all__ = [
+    "Backend",
+    "Checked",
+    "Limits",
+    "Refused",
+    "build_parser",
+    "build_server",
+    "check_read_only",
+    "check_write",
+    "main",
+    "open_backend",
+]
+
+PROG = "python -m mcpkit.servers.sql"
+
+
+def open_backend(url: str, limits: Limits, *, allow_write: bool = False, pool_size: int = 4) -> Backend:
+    """The backend a database URL names (``postgresql://``/``postgres://``, ``sqlite:``),
+    connected: a database that cannot be reached fails here, not at the first call."""
+    scheme = url.partition(":")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend(url, limits, allow_write=allow_write, pool_size=pool_size)
+    if scheme == "sqlite":
+        from .sqlite import SQLiteBackend, sqlite_path
+
+        return SQLiteBackend(sqlite_path(url), limits, allow_write=allow_write)
+    raise ValueError(
+        f"unsupported database URL scheme {scheme + ':' if scheme else '(none)'}: "
+        "use postgresql://user@host:port/dbname or sqlite:///path/to.db"
+    )
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
+    def parse(text: str) -> int | float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m mcpkit.servers.sql`` (and ``mcpkit serve sql``)."""
+    defaults = Limits()
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "An MCP server for a PostgreSQL or SQLite database, read-only unless --allow-write: "
+            "one statement per call, checked by a SQL parser, run in a READ ONLY transaction "
+            "(PostgreSQL) or on a read-only file under an authorizer (SQLite)."
+        ),
+        epilog=(
+            "Keep a PostgreSQL password out of the command line (other users can see it): put it in "
+            "PGPASSWORD or ~/.pgpass, or pass the URL in DATABASE_URL. Connect as a dedicated read-only "
+            "role: see the sql server's documentation for the SQL."
+        ),
+    )
+    parser.add_argument(
+        "database_url",
+        nargs="?",
+        metavar="DATABASE_URL",
+        help="postgresql://user@host:port/dbname or sqlite:///path/to.db (default: $DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--allow-write",
+        action="store_true",
+        help="add the execute tool (INSERT, UPDATE, DELETE, DDL), annotated destructive so that hosts "
+        "ask the user before each call; off by default",
+    )
+    parser.add_argument(
+        "--max-rows",
+        type=_positive(int),
+        default=defaults.max_rows,
+        metavar="N",
+        help=f"rows returned at most; the answer says when rows were cut (default {defaults.max_rows})",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        type=_positive(int),
+        default=defaults.max_bytes,
+        metavar="N",
+        help=f"bytes of JSON a result returns at most (default {defaults.max_bytes})",
+    )
+    parser.add_argument(
+        "--statement-timeout",
+        type=_positive(float),
+        default=defaults.statement_timeout,
+        metavar="SECONDS",
+        help=f"a statement running longer is cancelled (default {defaults.statement_timeout:g})",
+    )
+    parser.add_argument(
+        "--max-sql-length",
+        type=_positive(int),
+        default=defaults.max_sql_length,
+        metavar="N",
+        help=f"characters of SQL accepted in one call (default {defaults.max_sql_length})",
+    )
+    parser.add_argument(
+        "--pool-size",
+        type=_positive(int),
+        default=4,
+        metavar="N",
+        help="PostgreSQL connections used for reads at once (default 4)",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default), or Streamable HTTP (both protocol eras, at /mcp)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="HTTP: port (default 8000; 0 picks a free one)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the sql server with the command line ``argv`` (default ``sys.argv[1:]``);
+    returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    url = args.database_url or os.environ.get("DATABASE_URL")
+    if not url:
+        parser.error("a database URL is needed (postgresql://... or sqlite:///path/to.db), or DATABASE_URL")
+    if args.port is not None and args.transport != "http":
+        parser.error("--port goes with --transport http (without it the server speaks stdio)")
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
+    # sqlglot logs the text of statements it falls back on: the SQL stays out of logs.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    limits = Limits(
+        max_rows=args.max_rows,
+        max_bytes=args.max_bytes,
+        statement_timeout=args.statement_timeout,
+        max_sql_length=args.max_sql_length,
+    )
+    try:
+        backend = open_backend(url, limits, allow_write=args.allow_write, pool_size=args.pool_size)
+    except ImportError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the database's own reason, without the URL's password
+        from .postgres import redact
+
+        print(f"{PROG}: cannot open the database: {redact(str(exc), url)}", file=sys.stderr)
+        return 1
+    server = build_server(backend, allow_write=args.allow_write)
+    if args.transport == "http":
+        return _serve_http(server, args.host, 8000 if args.port is None else args.port, backend.label)
+    server.run()
+    return 0
+
+
+def _serve_http(server: object, host: str, port: int, label: str) -> int:
+    from ...transports.http.runner import http_extra_missing, serve_http
+
+    problem = http_extra_missing()
+    if problem is not None:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+        return 1
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        print(f"{PROG}: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"{PROG}: serving {label} over Streamable HTTP at http://{shown}:{bound}/mcp (Ctrl+C stops)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock]))  # type: ignore[arg-type]
+    finally:
+        sock.close()
+    return 0
