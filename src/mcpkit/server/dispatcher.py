@@ -36,6 +36,7 @@ from .context import Context
 from .middleware import ComponentKind, Middleware, NotifyNext, compose, notifies, unwind
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
+from .task_methods import TASK_HANDLERS
 from .tasks_legacy import refuse_plain_call, refuse_task
 
 if TYPE_CHECKING:
@@ -563,42 +564,6 @@ async def _listen(conn: ServerDispatcher, request: ServerRequest) -> Any:
     return t.EmptyResult(meta=dict(tag))
 
 
-def _tasks_owner(request: ServerRequest) -> str | None:
-    """The caller a task request acts for (tasks are bound to their creator's principal)."""
-    if not declares_tasks(_scope(request).client_capabilities):
-        raise missing_tasks_capability()  # SEP-2663 "Error Handling": tasks/* need the extension
-    return request.principal.key if request.principal is not None else None
-
-
-async def _tasks_get(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    if not _scope(request).is_modern:
-        return await conn.server.legacy_tasks.get(request)  # (2025-11-25: the lifecycle saw to it)
-    owner = _tasks_owner(request)
-    return await conn.server.tasks.get(request.params.task_id, owner)
-
-
-async def _tasks_update(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    owner = _tasks_owner(request)
-    await conn.server.tasks.update(request.params.task_id, owner, request.params.input_responses)
-    return t.EmptyResult()
-
-
-async def _tasks_cancel(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    if not _scope(request).is_modern:
-        return await conn.server.legacy_tasks.cancel(request)
-    owner = _tasks_owner(request)
-    await conn.server.tasks.cancel(request.params.task_id, owner)
-    return t.EmptyResult()
-
-
-async def _tasks_result(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    return await conn.server.legacy_tasks.result(conn, request)  # 2025-11-25 only
-
-
-async def _tasks_list(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    return await conn.server.legacy_tasks.list_tasks(conn, request)  # 2025-11-25 only
-
-
 async def _set_level(conn: ServerDispatcher, request: ServerRequest) -> Any:
     conn.lifecycle.log_level = request.params.level
     return t.EmptyResult()
@@ -621,10 +586,6 @@ _METHODS: dict[str, Handler] = {
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
     "subscriptions/listen": _listen,
-    "tasks/get": _tasks_get,
-    "tasks/update": _tasks_update,
-    "tasks/cancel": _tasks_cancel,
-    "tasks/result": _tasks_result,
-    "tasks/list": _tasks_list,
+    **TASK_HANDLERS,
 }
 assert _METHODS.keys() == SERVER_METHODS.keys()

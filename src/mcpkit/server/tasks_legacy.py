@@ -55,7 +55,7 @@ from ..protocol.tasks import (
 )
 from ..session.engine import Engine, SessionClosed
 from .task_store import TaskLister
-from .tasks import TaskManager, TaskRun
+from .tasks import TaskManager, TaskRun, _reachable
 
 if TYPE_CHECKING:
     from .dispatcher import ServerDispatcher
@@ -259,10 +259,15 @@ class LegacyTasks:
 
     async def get(self, request: ServerRequest) -> LegacyTask:
         """``tasks/get``: the task (``GetTaskResult``)."""
-        return (await self._record(request)).legacy_task()
+        with _reachable():  # (a store out of reach: "Tasks are unavailable for now")
+            return (await self._record(request)).legacy_task()
 
     async def result(self, conn: ServerDispatcher, request: ServerRequest) -> Any:
         """``tasks/result``: wait until the task has ended, then answer what the call would have."""
+        with _reachable():
+            return await self._result(conn, request)
+
+    async def _result(self, conn: ServerDispatcher, request: ServerRequest) -> Any:
         record = await self._record(request)
         task_id = record.task_id
         run = self._runs.get(task_id)
@@ -294,6 +299,10 @@ class LegacyTasks:
 
     async def list_tasks(self, conn: ServerDispatcher, request: ServerRequest) -> ListTasksResult:
         """``tasks/list``: the caller's tasks, oldest first, a page at a time."""
+        with _reachable():
+            return await self._list(conn, request)
+
+    async def _list(self, conn: ServerDispatcher, request: ServerRequest) -> ListTasksResult:
         store = self.manager.store
         if not isinstance(store, TaskLister):
             raise MCPError.method_not_found("tasks/list")
@@ -321,6 +330,10 @@ class LegacyTasks:
     async def cancel(self, request: ServerRequest) -> LegacyTask:
         """``tasks/cancel``: the task ends ``cancelled`` before the answer; its handler is
         stopped (here, or by the process running it: it watches the record)."""
+        with _reachable():
+            return await self._cancel(request)
+
+    async def _cancel(self, request: ServerRequest) -> LegacyTask:
         record = await self._record(request)
         if record.terminal:
             raise cannot_cancel(record.status)
