@@ -77,6 +77,18 @@ EXTRA_SCENARIOS = (
     ("http-custom-header-server-validation", "2026-07-28"),
     ("server-session-lifecycle", "2025-11-25"),
     ("server-sse-polling", "2025-11-25"),
+    # The tasks extension (io.modelcontextprotocol/tasks, SEP-2663), which the suite scores
+    # as an extension: every one of its server scenarios, on one process and scaled out.
+    ("tasks-lifecycle", "2026-07-28"),
+    ("tasks-capability-negotiation", "2026-07-28"),
+    ("tasks-wire-fields", "2026-07-28"),
+    ("tasks-request-state-removal", "2026-07-28"),
+    ("tasks-mrtr-input", "2026-07-28"),
+    ("tasks-request-headers", "2026-07-28"),
+    ("tasks-dispatch-and-envelope", "2026-07-28"),
+    ("tasks-required-task-error", "2026-07-28"),
+    ("tasks-mrtr-composition", "2026-07-28"),
+    ("tasks-status-notifications", "2026-07-28"),
 )
 WIRE_CHECK = "wire-schema-valid"
 SCALED_WORKERS = 2
