@@ -1,0 +1,264 @@
+"""The filesystem reference server: ``python -m mcpkit.servers.filesystem DIR...``.
+
+Tool-compatible with ``@modelcontextprotocol/server-filesystem`` (same tool names and
+arguments), confined to the directories on its command line and the client's roots:
+every path is resolved once with symlinks followed, checked, and then opened one name at
+a time below a descriptor of its allowed directory with ``O_NOFOLLOW``, so neither
+``..``, a symlink, a hard link to a file outside, nor a symlink swapped in during the call
+leads out. See ``docs/servers/filesystem.md`` for the options and the threat model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import re
+import socket
+import sys
+from collections.abc import Sequence
+
+from ...server import MCPServer
+from ._access import Access, RootsPolicy, Settings
+from ._sandbox import AllowedDir, FsError
+from ._tools import READ_TOOLS, WRITE_TOOLS, register_tools
+
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "Settings", "build_parser", "build_server", "main"]
+
+logger = logging.getLogger("mcpkit.servers.filesystem")
+
+_INSTRUCTIONS = (
+    "Reads and writes files inside the allowed directories only. Call list_allowed_directories "
+    "first to learn them; paths outside them are refused."
+)
+
+
+def build_server(
+    directories: Sequence[str],
+    *,
+    read_only: bool = False,
+    roots: RootsPolicy = "narrow",
+    max_read_bytes: int = 1 << 20,
+    max_write_bytes: int = 1 << 20,
+    max_entries: int = 10_000,
+    max_depth: int = 64,
+    allow_hardlinks: bool = False,
+) -> MCPServer:
+    """The filesystem server for ``directories`` (each must be an existing directory).
+
+    ``read_only`` leaves the write tools out (not listed, not callable). ``roots`` says
+    what the client's roots do: ``"narrow"`` the directories (the default), ``"replace"``
+    them, or nothing (``"ignore"``). ``max_read_bytes`` caps what one call reads,
+    ``max_write_bytes`` what one call writes, ``max_entries`` and ``max_depth`` what a
+    tree or a search walks; ``allow_hardlinks`` lets files with several hard links be read.
+    """
+    settings = Settings(
+        read_only=read_only,
+        roots=roots,
+        max_read_bytes=max_read_bytes,
+        max_write_bytes=max_write_bytes,
+        max_entries=max_entries,
+        max_depth=max_depth,
+        allow_hardlinks=allow_hardlinks,
+    )
+    dirs: list[AllowedDir] = []
+    for directory in directories:
+        allowed = AllowedDir.from_path(directory)
+        if allowed not in dirs:
+            dirs.append(allowed)
+    access = Access(dirs, settings)
+    # A request carries at most one file's content: room for the largest write, JSON-escaped.
+    line_bytes = max(4 << 20, 2 * max_write_bytes + (64 << 10))
+    server = MCPServer("filesystem", "1.0.0", instructions=_INSTRUCTIONS, max_line_bytes=line_bytes)
+    server.on_roots_changed = access.roots_changed
+    register_tools(server, access)
+    return server
+
+
+def _size(text: str) -> int:
+    """A byte count: ``1048576``, ``512K``, ``10M``, ``1G`` (binary multiples)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)i?b?\s*", text.lower())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (a number of bytes, or with K, M or G)")
+    value = int(match.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[match.group(2)]
+    if value < 1:
+        raise argparse.ArgumentTypeError("a size must be at least 1 byte")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m mcpkit.servers.filesystem``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mcpkit.servers.filesystem",
+        description=(
+            "The mcpkit filesystem MCP server: the tools of @modelcontextprotocol/server-filesystem, "
+            "confined to the allowed directories (no .., symlink, hard-link or swapped-symlink escape)."
+        ),
+        epilog=(
+            "Directories may also come from the client's roots (see --roots). Without directories "
+            "on the command line, the server uses only the client's roots."
+        ),
+    )
+    parser.add_argument(
+        "directories",
+        nargs="*",
+        metavar="DIRECTORY",
+        help="an allowed directory (its subdirectories too); one or more",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help=(
+            "serve only the reading tools: write_file, edit_file, create_directory and "
+            "move_file are not listed"
+        ),
+    )
+    parser.add_argument(
+        "--roots",
+        choices=["narrow", "replace", "ignore"],
+        default="narrow",
+        help=(
+            "what the client's roots do: narrow the allowed directories to the parts inside "
+            "the roots (default; the roots alone when no DIRECTORY is given), replace them "
+            "(as the community server does), or nothing"
+        ),
+    )
+    parser.add_argument(
+        "--max-read-bytes",
+        type=_size,
+        default=1 << 20,
+        metavar="SIZE",
+        help="most bytes one call reads, all files together (default 1M; K, M, G suffixes)",
+    )
+    parser.add_argument(
+        "--max-write-bytes",
+        type=_size,
+        default=1 << 20,
+        metavar="SIZE",
+        help="most bytes one call writes (default 1M)",
+    )
+    parser.add_argument(
+        "--max-entries",
+        type=_positive,
+        default=10_000,
+        metavar="N",
+        help="most entries directory_tree and search_files walk (default 10000)",
+    )
+    parser.add_argument(
+        "--max-depth",
+        type=_positive,
+        default=64,
+        metavar="N",
+        help="deepest level directory_tree and search_files enter (default 64)",
+    )
+    parser.add_argument(
+        "--allow-hardlinks",
+        action="store_true",
+        help=(
+            "read files that have more than one hard link (refused by default: a hard link "
+            "may share the content of a file outside the allowed directories)"
+        ),
+    )
+    parser.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default), or Streamable HTTP (and legacy HTTP+SSE) on --host:--port",
+    )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind for http (default: loopback only)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port for http (default 8000; 0: any free port)"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server from a command line (``sys.argv[1:]`` by default); returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
+    usable: list[str] = []
+    for directory in args.directories:
+        try:
+            AllowedDir.from_path(directory)
+        except FsError as exc:
+            # As the community server: an unusable directory is skipped, not fatal...
+            logger.warning("skipping %s", exc)
+        else:
+            usable.append(directory)
+    if args.directories and not usable:
+        # ...unless none is usable: then nothing the operator meant to allow is there.
+        parser.exit(1, f"{parser.prog}: none of the directories can be used\n")
+    if not usable and args.roots == "ignore":
+        parser.exit(2, f"{parser.prog}: no directories, and --roots ignore: nothing could be allowed\n")
+    server = build_server(
+        usable,
+        read_only=args.read_only,
+        roots=args.roots,
+        max_read_bytes=args.max_read_bytes,
+        max_write_bytes=args.max_write_bytes,
+        max_entries=args.max_entries,
+        max_depth=args.max_depth,
+        allow_hardlinks=args.allow_hardlinks,
+    )
+    if args.transport == "stdio":
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(server.serve_stdio())
+        return 0
+    return _serve_http(server, parser.prog, args.host, args.port, max(4 << 20, 2 * args.max_write_bytes))
+
+
+def _serve_http(server: MCPServer, prog: str, host: str, port: int, body_bytes: int) -> int:
+    from ...transports.http.runner import http_extra_missing, serve_http
+
+    problem = http_extra_missing()
+    if problem is not None:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 1
+    try:
+        sock = socket.create_server((host, port), family=_family(host), reuse_port=False)
+    except OSError as exc:
+        print(f"{prog}: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    bound = sock.getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    if not _is_loopback(host):
+        # Anyone who reaches the port reads (and writes) the allowed directories.
+        print(
+            f"{prog}: warning: serving files on {host}, beyond this machine, without authentication",
+            file=sys.stderr,
+        )
+    print(f"{prog}: serving over HTTP at http://{url_host}:{bound}/mcp", file=sys.stderr, flush=True)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock], max_body_bytes=body_bytes))
+    finally:
+        sock.close()
+    return 0
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
