@@ -538,10 +538,16 @@ async def test_oversized_reads_and_writes_are_refused_whole(trees: Trees) -> Non
 
 
 async def test_a_request_larger_than_the_line_limit_does_not_stop_the_server(trees: Trees) -> None:
-    server = build_server([str(trees.root)], max_write_bytes=1024)
-    async with Client(server) as client:
-        body = await refused(client, trees, "write_file", {"path": "big.txt", "content": "z" * (5 << 20)})
-        assert "--max-write-bytes" in body
+    """Over stdio a write far past --max-write-bytes does not even reach the tool: the line
+    is refused (-32600) and the server goes on serving."""
+    command = [sys.executable, "-m", "mcpkit.servers.filesystem", "--max-write-bytes", "1K", str(trees.root)]
+    async with Client(command, protocol="legacy") as client:
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("write_file", {"path": "big.txt", "content": "z" * (5 << 20)})
+        assert info.value.code == -32600
+        body = await refused(client, trees, "write_file", {"path": "big.txt", "content": "z" * 1025})
+        assert "limit is 1024 bytes (--max-write-bytes)" in body
         ok = await client.call_tool("read_text_file", {"path": "inside.txt"})
         assert not ok.is_error
     assert not (trees.root / "big.txt").exists()
+    trees.assert_outside_untouched()
