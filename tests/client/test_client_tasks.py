@@ -26,6 +26,7 @@ from mcpkit.client import TaskHandle
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import (
     INVALID_PARAMS,
+    METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     REQUEST_CANCELLED,
     REQUEST_TIMEOUT,
@@ -369,7 +370,10 @@ async def test_a_legacy_connection_is_unaffected(tmp_path: Path) -> None:
     async with Client(tasks_server.server, protocol="2025-11-25", channel_wrapper=recorder) as client:
         assert not client.is_modern
         assert text(await client.call_tool("wait_for_file", {"path": str(signal)})) == "done: legacy"
-        assert (await client.call_tool("broken")).is_error is True
+        # The client never asks for a 2025-11-25 task (params.task): a tool that requires one refuses.
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("broken")
+        assert refused.value.code == METHOD_NOT_FOUND
         task = await client.start_tool("wait_for_file", {"path": str(signal)})
         assert not task.is_task and text(await task.result()) == "done: legacy"
         with pytest.raises(MCPError, match="2026-07-28"):
@@ -377,7 +381,8 @@ async def test_a_legacy_connection_is_unaffected(tmp_path: Path) -> None:
     (initialize,) = recorder.requests("initialize")
     assert "extensions" not in initialize["params"]["capabilities"]
     assert not [m for m in recorder.sent if str(m.get("method", "")).startswith("tasks/")]
-    assert all("_meta" not in m.get("params", {}) for m in recorder.requests("tools/call"))
+    for call in recorder.requests("tools/call"):
+        assert "_meta" not in call["params"] and "task" not in call["params"]
 
 
 # -- the everything server's task fixtures, as a process ---------------------------------------
