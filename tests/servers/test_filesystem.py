@@ -25,6 +25,7 @@ import pytest
 from mcpkit import Client, MCPError
 from mcpkit.protocol import types as t
 from mcpkit.servers.filesystem import READ_TOOLS, WRITE_TOOLS, build_parser, build_server, main
+from mcpkit.servers.filesystem._glob import compile_glob
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -203,6 +204,43 @@ async def test_read_multiple_files_reports_each_failure_and_reads_the_rest(root:
         assert parts[2] == "src/main.py:\ndef main():\n    return 1\n\n"
         empty = await client.call_tool("read_multiple_files", {"paths": []})
         assert empty.is_error
+
+
+async def test_home_is_expanded(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(root / "src"))
+    async with Client(build_server([str(root)])) as client:
+        assert await call(client, "read_text_file", path="~/main.py") == "def main():\n    return 1\n"
+        assert "No such file" in await fails(client, "read_text_file", path="~nobody/x")  # a literal name
+
+
+def test_glob_dialect() -> None:
+    cases = [
+        ("*.txt", "a.txt", True),
+        ("*.txt", "d/a.txt", False),
+        ("**/*.txt", "a.txt", True),
+        ("**/*.txt", "d/e/a.txt", True),
+        ("d/**", "d/e/f", True),
+        ("d/**/f", "d/f", True),
+        ("d/**/f", "d/x/y/f", True),
+        ("?.py", "a.py", True),
+        ("?.py", "ab.py", False),
+        ("[!a]*", "b1", True),
+        ("[!a]*", "a1", False),
+        ("[^a]*", "a1", False),
+        ("[a-c]", "b", True),
+        ("\\*", "*", True),
+        ("\\*", "x", False),
+        ("*.{py,md}", "a.md", True),
+        ("{a,b/{c,d}}", "b/d", True),
+        ("{a,b/{c,d}}", "b", False),
+        (".*", ".env", True),
+        ("*", ".env", True),  # dotfiles match like other names
+        ("[", "[", True),  # an unclosed class is a literal bracket
+    ]
+    for pattern, path, expected in cases:
+        assert compile_glob(pattern)(path) is expected, (pattern, path)
+    with pytest.raises(ValueError, match="more than 256 alternatives"):
+        compile_glob("{a,b}" * 9)
 
 
 # -- listing -----------------------------------------------------------------------------------

@@ -349,7 +349,7 @@ def register_tools(server: MCPServer, access: Access) -> None:
         """Create a file, or replace an existing one entirely, with the given text (UTF-8).
         Overwrites without asking. The parent directory must exist. Only inside the allowed
         directories."""
-        data = content.encode("utf-8", "surrogatepass")
+        data = content.encode("utf-8")  # a lone surrogate is refused, not written as invalid UTF-8
 
         def work(box: Sandbox) -> str:
             box.write_bytes(box.resolve(path), data)
