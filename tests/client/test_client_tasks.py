@@ -23,8 +23,10 @@ import tasks_server
 from _wait import eventually, wait_until
 from mcpkit import Client, MCPError
 from mcpkit.client import TaskHandle
+from mcpkit.protocol import jsonrpc
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import (
+    HTTP_TRANSPORT_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
@@ -109,10 +111,12 @@ def accept(content: dict[str, Any]) -> Any:
 
 
 class Recorder:
-    """A channel wrapper keeping every message the client sends."""
+    """A channel wrapper keeping every message the client sends; over HTTP it can also make
+    the first ``lose_polls`` tasks/get fail as a POST that never reached the server does."""
 
-    def __init__(self) -> None:
+    def __init__(self, lose_polls: int = 0) -> None:
         self.sent: list[dict[str, Any]] = []
+        self.lose_polls = lose_polls
 
     def __call__(self, channel: Channel) -> Channel:
         recorder = self
@@ -122,7 +126,15 @@ class Recorder:
                 return getattr(channel, name)
 
             def write(self, data: bytes, related: Any = None) -> None:
-                recorder.sent.append(msgspec.json.decode(data))
+                message = msgspec.json.decode(data)
+                recorder.sent.append(message)
+                if message.get("method") == "tasks/get" and recorder.lose_polls > 0:
+                    recorder.lose_polls -= 1
+                    lost = jsonrpc.encode_error(
+                        message["id"], HTTP_TRANSPORT_ERROR, "HTTP request failed: reset", {"status": None}
+                    )
+                    channel._push(lost)  # type: ignore[attr-defined]
+                    return
                 channel.write(data, related)
 
             async def read(self) -> Any:
@@ -338,6 +350,25 @@ async def test_a_task_outlives_the_client_that_started_it(kind: str, url: str, t
             assert (await task.status()).status == "working"
             signal.write_text("!")
             assert text(await task.result()) == "survived: !"
+
+
+async def test_polls_that_do_not_reach_the_server_are_tried_again(http_url: str, tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    signal.write_text("anyway")
+    recorder = Recorder(lose_polls=3)
+    async with Client(http_url, protocol="modern", channel_wrapper=recorder) as client:
+        result = await client.call_tool("wait_for_file", {"path": str(signal)})
+        assert text(result) == "done: anyway"
+        assert len(recorder.requests("tasks/get")) >= 4
+        # Past TRANSIENT_RETRIES lost polls in a row the call gives up, and cancels the task.
+        recorder.lose_polls = 1000
+        with pytest.raises(MCPError) as lost:
+            await client.call_tool("cancellable", {"path": str(tmp_path / "c")})
+        assert lost.value.code == HTTP_TRANSPORT_ERROR
+        task_id = (tmp_path / "c.started").read_text()
+        assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
+        recorder.lose_polls = 0
+        await _until_status(client.task(task_id), "cancelled")
 
 
 # -- what each era declares -------------------------------------------------------------------

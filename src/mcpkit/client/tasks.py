@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from ..protocol import types as t
-from ..protocol.errors import INVALID_REQUEST, REQUEST_CANCELLED, REQUEST_TIMEOUT, MCPError
+from ..protocol.errors import (
+    HTTP_TRANSPORT_ERROR,
+    INVALID_REQUEST,
+    REQUEST_CANCELLED,
+    REQUEST_TIMEOUT,
+    MCPError,
+)
 from ..protocol.tasks import TERMINAL, CreateTaskResult, DetailedTask, iso_time
 from ..session.engine import ProgressCallback
 
@@ -48,6 +54,8 @@ MAX_POLL_INTERVAL = 30.0
 DEFAULT_POLL_INTERVAL = 1.0
 #: Seconds a best-effort ``tasks/cancel`` may take when a caller gives up on a task.
 CANCEL_GRACE = 5.0
+#: Polls in a row that may fail to reach the server (HTTP) before the wait gives up.
+TRANSIENT_RETRIES = 5
 
 
 class TaskCreated(MCPError):
@@ -219,8 +227,19 @@ class TaskHandle:
             if not self._first_poll_now:
                 self._first_poll_now = True
                 await self._pause(failure)
+            lost = 0
             while True:
-                task = await self.status()
+                try:
+                    task = await self.status()
+                except MCPError as exc:
+                    # A poll that did not reach the server (an HTTP request that failed) is
+                    # tried again: the task lives on the server, not in this exchange.
+                    lost += 1
+                    if exc.code != HTTP_TRANSPORT_ERROR or lost > TRANSIENT_RETRIES:
+                        raise
+                    await self._pause(failure)
+                    continue
+                lost = 0
                 await self._note(task, progress)
                 ended = self._outcome(task)
                 if ended is not None:
