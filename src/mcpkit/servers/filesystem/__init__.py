@@ -25,7 +25,7 @@ from ._access import Access, RootsPolicy, Settings
 from ._sandbox import AllowedDir, FsError
 from ._tools import READ_TOOLS, WRITE_TOOLS, register_tools
 
-__all__ = ["READ_TOOLS", "WRITE_TOOLS", "Settings", "build_parser", "build_server", "main"]
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_parser", "build_server", "main"]
 
 logger = logging.getLogger("mcpkit.servers.filesystem")
 
