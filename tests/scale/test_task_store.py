@@ -320,19 +320,23 @@ async def test_purge_forgets_expired_tasks_and_wakes_their_waiters(
     assert await store.get(live.task_id) is not None and await store.get(forever.task_id) is not None
     members = await raw_redis.smembers(f"{prefix}:tasks:active:=alice")
     assert members == {live.task_id.encode(), forever.task_id.encode()}
-    assert await raw_redis.zrange(f"{prefix}:tasks:expiry", 0, -1) == [live.task_id.encode()]
+    assert await raw_redis.zrange(f"{prefix}:tasks:expiry", 0, -1) == [f"{live.task_id}\n=alice".encode()]
     assert [r.task_id for r in await store.owned("alice")] == [live.task_id, forever.task_id]
     assert await raw_redis.zcard(f"{prefix}:tasks:owned:=alice") == 2
     assert await store.purge(now) == 0
     assert await store.purge(now + 120) == 1  # the live one's TTL runs out too
 
 
-async def test_purge_goes_through_more_than_one_batch(store: RedisTaskStore) -> None:
+async def test_purge_goes_through_more_than_one_batch(
+    store: RedisTaskStore, raw_redis: aioredis.Redis, prefix: str
+) -> None:
     now = time.time()
     old = [record(ttl=1.0, created=now - 10) for _ in range(1_100)]
     for start in range(0, len(old), 100):
         await asyncio.gather(*(store.create(r) for r in old[start : start + 100]))
     assert await store.purge(now) == 1_100
+    # Nothing is left of them: records, owner indexes, expiry index.
+    assert [key async for key in raw_redis.scan_iter(match=f"{prefix}:*")] == []
 
 
 async def test_redis_down_fails_fast_and_waits_recover(private_redis: RedisServer) -> None:

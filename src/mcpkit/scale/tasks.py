@@ -19,8 +19,9 @@ Keys (under the deployment's prefix, ``MCPKIT_REDIS_PREFIX``):
 - ``tasks:owned:-`` / ``tasks:owned:={owner}`` sorted set: ids of all the
   tasks of one principal, scored by creation time (what
   :meth:`~RedisTaskStore.owned` reads, for the 2025-11-25 ``tasks/list``);
-- ``tasks:expiry`` sorted set: ids of tasks with a TTL, scored by the time it
-  runs out (what :meth:`~RedisTaskStore.purge` reads).
+- ``tasks:expiry`` sorted set: the tasks with a TTL (each the id, a newline and
+  the owner suffix), scored by the time it runs out (what
+  :meth:`~RedisTaskStore.purge` reads).
 
 Every change of a record is published on ``taskev:{id}`` in the same
 transaction, so :meth:`~RedisTaskStore.wait` (the worker running the task,
@@ -64,31 +65,29 @@ _decode = msgspec.json.Decoder(TaskRecord).decode
 _MAX_ATTEMPTS = 64
 
 # Forget up to ARGV[2] tasks whose TTL ran out by ARGV[1]: the record, its id in the
-# owner's sets (the owner is read from the record) and in the expiry index; a waiter
-# on the task is woken (the task is gone). Returns how many records went and how many
-# ids were looked at.
+# owner's sets and in the expiry index, whose members are the id, a newline and the
+# owner suffix (so no record is read, however large its result); a waiter on the task
+# is woken (the task is gone). Returns how many records went and how many members were
+# looked at.
 _PURGE = """
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 local gone = 0
-for _, id in ipairs(ids) do
-  local key = ARGV[3] .. id
-  local data = redis.call('GET', key)
-  if data then
-    local ok, record = pcall(cjson.decode, data)
-    if ok and type(record) == 'table' then
-      local owner = record['owner']
-      local suffix = '-'
-      if owner ~= nil and owner ~= cjson.null then suffix = '=' .. tostring(owner) end
-      redis.call('SREM', ARGV[4] .. suffix, id)
-      redis.call('ZREM', ARGV[6] .. suffix, id)
-    end
-    redis.call('DEL', key)
-    redis.call('PUBLISH', ARGV[5] .. id, '-')
-    gone = gone + 1
+for _, member in ipairs(members) do
+  local id, suffix = member, nil
+  local sep = string.find(member, '\\n', 1, true)
+  if sep then
+    id = string.sub(member, 1, sep - 1)
+    suffix = string.sub(member, sep + 1)
   end
-  redis.call('ZREM', KEYS[1], id)
+  gone = gone + redis.call('DEL', ARGV[3] .. id)
+  if suffix then
+    redis.call('SREM', ARGV[4] .. suffix, id)
+    redis.call('ZREM', ARGV[6] .. suffix, id)
+  end
+  redis.call('PUBLISH', ARGV[5] .. id, '-')
+  redis.call('ZREM', KEYS[1], member)
 end
-return {gone, #ids}
+return {gone, #members}
 """
 _PURGE_BATCH = 500
 
@@ -168,7 +167,7 @@ class RedisTaskStore:
         pipe.zadd(self._owned(record.owner), {record.task_id: record.created_at})
         expires = self._expires_at(record)
         if expires is not None:
-            pipe.zadd(self._expiry, {record.task_id: expires})
+            pipe.zadd(self._expiry, {_expiring(record): expires})
         await self.backend.call(pipe.execute())
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -230,9 +229,9 @@ class RedisTaskStore:
                     if record.ttl_ms != ttl:
                         expires = self._expires_at(record)
                         if expires is None:
-                            pipe.zrem(self._expiry, task_id)
+                            pipe.zrem(self._expiry, _expiring(record))
                         else:
-                            pipe.zadd(self._expiry, {task_id: expires})
+                            pipe.zadd(self._expiry, {_expiring(record): expires})
                     pipe.publish(self._channel(task_id), str(record.version))
                     await pipe.execute()
                     return record, outcome
@@ -343,6 +342,12 @@ class _Lock(asyncio.Lock):
 def _ids(members: Iterable[Any]) -> list[str]:
     """Task ids as Redis returned them (bytes), as text."""
     return [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+
+
+def _expiring(record: TaskRecord) -> str:
+    """A task's member in the expiry index: its id and its owner's key suffix (what purging
+    needs, so that it reads no record)."""
+    return f"{record.task_id}\n{_suffix(record.owner)}"
 
 
 def _suffix(owner: str | None) -> str:
