@@ -655,6 +655,22 @@ async def test_the_name_is_resolved_once_and_the_connection_goes_to_the_checked_
     assert site.requests[0].headers["host"] == f"rebind.test:{site.port}"
 
 
+async def test_when_a_checked_address_does_not_answer_the_next_checked_one_is_tried(site: Site) -> None:
+    # Nothing listens on 127.0.0.2 (the site is bound to 127.0.0.1): the second answer serves.
+    resolve = resolver_of({"two.test": ["127.0.0.2", "127.0.0.1"]})
+    settings = FetchSettings(allow_hosts=("two.test",), resolver=resolve, ignore_robots_txt=True)
+    with socket.socket() as closed:  # bound, never listening: connections to it are refused
+        closed.bind(("127.0.0.1", 0))
+        dead_port = closed.getsockname()[1]
+        async with connect(build_server(settings)) as client:
+            result = await client.call_tool("fetch", {"url": f"http://two.test:{site.port}/plain.txt"})
+            dead = await client.call_tool("fetch", {"url": f"http://two.test:{dead_port}/x"})
+    assert text_of(result).endswith("just text, not HTML\n")
+    assert dead.is_error
+    assert text_of(dead).startswith(f"Failed to fetch http://two.test:{dead_port}/x: ConnectError")
+    assert site.paths() == ["/plain.txt"]
+
+
 # -- TLS: connected to the checked address, verified and introduced by the URL's name --------------
 
 
