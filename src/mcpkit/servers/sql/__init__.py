@@ -48,6 +48,9 @@ PROG = "python -m mcpkit.servers.sql"
 def open_backend(url: str, limits: Limits, *, allow_write: bool = False, pool_size: int = 4) -> Backend:
     """The backend a database URL names (``postgresql://``/``postgres://``, ``sqlite:``),
     connected: a database that cannot be reached fails here, not at the first call."""
+    from .guard import require
+
+    require()
     scheme = url.partition(":")[0].lower()
     if scheme in ("postgresql", "postgres"):
         from .postgres import PostgresBackend
@@ -159,8 +162,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port is not None and args.transport != "http":
         parser.error("--port goes with --transport http (without it the server speaks stdio)")
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
-    # sqlglot logs the text of statements it falls back on: the SQL stays out of logs.
-    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     limits = Limits(
         max_rows=args.max_rows,
         max_bytes=args.max_bytes,

@@ -29,6 +29,7 @@ with an authorizer (see :mod:`mcpkit.servers.sql.postgres` and
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -211,14 +212,30 @@ _SESSION_CHANGES = frozenset(
 )
 
 
+class _NoStatementText(logging.Filter):
+    """Drops sqlglot's "... contains unsupported syntax" warnings: they quote the statement,
+    and statements (and the values spelled in them) stay out of logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "unsupported syntax" not in str(record.msg)
+
+
 def _sqlglot() -> Any:
     try:
         import sqlglot
-    except ImportError as exc:  # pragma: no cover - the extra is part of the install
+    except ImportError as exc:
         raise ImportError(
             "the sql server needs sqlglot: pip install 'mcpkit[servers-sql]'", name="sqlglot"
         ) from exc
+    sqlglot_logger = logging.getLogger("sqlglot")
+    if not any(isinstance(f, _NoStatementText) for f in sqlglot_logger.filters):
+        sqlglot_logger.addFilter(_NoStatementText())
     return sqlglot
+
+
+def require() -> None:
+    """Fail now, with the command that fixes it, when the parser is not installed."""
+    _sqlglot()
 
 
 def _statement_types() -> tuple[type, ...]:
@@ -304,6 +321,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _prelude(sql: str, dialect: Dialect, max_length: int) -> tuple[Any, list[Any]]:
+    _sqlglot()
     if len(sql) > max_length:
         raise Refused(f"the statement is longer than {max_length} characters (--max-sql-length)", "too-long")
     _refuse_denied_names(sql, dialect)

@@ -4,7 +4,10 @@ How a read runs, and what each step stops:
 
 1. The connection is opened with ``default_transaction_read_only = on`` and
    ``standard_conforming_strings = on`` (backslashes in literals are plain
-   characters, as the guard's parser reads them).
+   characters, as the guard's parser reads them). The read-only default is set
+   for the session rather than with ``SET LOCAL``: it then covers any
+   transaction the connection ever starts, not only the current one (which is
+   READ ONLY already).
 2. psycopg starts the transaction itself (``BEGIN READ ONLY``: the connection's
    ``read_only`` attribute), then ``SET LOCAL statement_timeout`` and
    ``lock_timeout`` (``pg_sleep(60)`` and a query stuck behind a lock are cut).
