@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ...server import MCPServer
-from .guard import METADATA_ADDRESSES, AddressPolicy, FetchRefused, check_url, parse_ipv4_number
+from .guard import AddressPolicy, FetchRefused, check_url, parse_ipv4_number
 from .server import (
     DEFAULT_MAX_BYTES,
     DEFAULT_USER_AGENT_AUTONOMOUS,
@@ -26,10 +26,6 @@ from .server import (
 from .web import Fetcher, FetchError
 
 __all__ = [
-    "DEFAULT_MAX_BYTES",
-    "DEFAULT_USER_AGENT_AUTONOMOUS",
-    "DEFAULT_USER_AGENT_MANUAL",
-    "METADATA_ADDRESSES",
     "AddressPolicy",
     "FetchError",
     "FetchRefused",
