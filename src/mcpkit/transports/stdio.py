@@ -14,19 +14,16 @@ import selectors
 import signal
 import stat
 import sys
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..protocol.errors import MCPError
-from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, LineFramer, Oversized
+from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, Oversized
 from ..session.channel import Receiver, RequestId
+from ._pipes import _READ_SIZE, _LineReader, _ReadProtocol, _unread_probe, _WriteProtocol
 
 __all__ = ["ProcessChannel", "StdioChannel", "open_process_channel", "open_stdio_channel"]
 
-# Pause reading when this many parsed lines wait for the session.
-_READ_HIGH_WATER = 4096
-_READ_SIZE = 64 * 1024
 
 # An answer held until the peer has read its request's notifications (see _PipeChannel) is
 # looked at again on every loop turn for this long after the newest hold, then every
@@ -38,167 +35,6 @@ _HOLD_CLOSE_S = 1.0
 # Past this many requests with notifications and no answer yet (cancelled requests never
 # answer), the ones whose notifications the peer has read are forgotten.
 _NOTED_PRUNE = 256
-
-
-class _LineReader:
-    """Receives bytes from a pipe and hands out batches of lines.
-
-    Two ways out: ``read()`` for a reader loop, or a *receiver* callback that
-    gets each batch straight from the pipe's ``data_received`` — no future, no
-    task switch, one pass of the event loop per read. Delivery can be held for
-    named reasons (the pipe stops being read) and released.
-    """
-
-    def __init__(self, max_line_bytes: int) -> None:
-        self.framer = LineFramer(max_line_bytes)
-        self.lines: deque[bytes | Oversized] = deque()
-        self.eof = False
-        self.waiter: asyncio.Future[None] | None = None
-        self.pause: Any = None  # callable that pauses the transport
-        self.resume: Any = None
-        self.paused = False
-        self.receiver: Receiver | None = None
-        #: Where batches of several lines go (the channel corks their answers); else ``receiver``.
-        self.batch_receiver: Receiver | None = None
-        #: Why delivery is held: the engine is full, or the peer is not reading our output.
-        self.holds: set[str] = set()
-
-    def feed(self, data: bytes) -> None:
-        lines = self.framer.feed(data)
-        if self.receiver is not None and not self.holds and not self.lines:
-            if len(lines) == 1:
-                self.receiver(lines)  # one line: at most one answer from it, nothing to gather
-            elif lines:
-                (self.batch_receiver or self.receiver)(lines)
-            return
-        self.lines.extend(lines)
-        if len(self.lines) > _READ_HIGH_WATER and self.pause is not None and not self.paused:
-            self.paused = True
-            self.pause()
-        self._wake()
-
-    def feed_eof(self) -> None:
-        self.lines.extend(self.framer.eof())
-        self.eof = True
-        self._wake()
-        self._deliver()
-
-    def set_receiver(self, receiver: Receiver, batch_receiver: Receiver | None = None) -> None:
-        self.receiver = receiver
-        self.batch_receiver = batch_receiver
-        self._deliver()
-
-    def hold(self, reason: str) -> None:
-        self.holds.add(reason)
-        if self.pause is not None and not self.paused:
-            self.paused = True
-            self.pause()
-
-    def release(self, reason: str) -> None:
-        self.holds.discard(reason)
-        if self.holds:
-            return
-        self._deliver()
-        if self.paused and self.resume is not None and not self.eof:
-            self.paused = False
-            self.resume()
-
-    def _deliver(self) -> None:
-        receiver = self.receiver
-        if receiver is None or self.holds:
-            return
-        if self.lines:
-            batch = list(self.lines)
-            self.lines.clear()
-            (self.batch_receiver or receiver)(batch)
-        if self.eof and not self.holds:
-            self.receiver = self.batch_receiver = None  # EOF is delivered once
-            receiver(None)
-
-    def _wake(self) -> None:
-        w = self.waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    async def read(self) -> list[bytes | Oversized] | None:
-        while not self.lines:
-            if self.eof:
-                return None
-            self.waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
-        batch = list(self.lines)
-        self.lines.clear()
-        if self.paused and self.resume is not None:
-            self.paused = False
-            self.resume()
-        return batch
-
-
-class _ReadProtocol(asyncio.Protocol):
-    def __init__(self, reader: _LineReader) -> None:
-        self.reader = reader
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.reader.pause = transport.pause_reading  # type: ignore[attr-defined]
-        self.reader.resume = transport.resume_reading  # type: ignore[attr-defined]
-
-    def data_received(self, data: bytes) -> None:
-        self.reader.feed(data)
-
-    def eof_received(self) -> bool | None:
-        self.reader.feed_eof()
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.reader.eof:
-            self.reader.feed_eof()
-
-
-class _WriteProtocol(asyncio.Protocol):
-    """Flow control for a write pipe: ``drain`` waits while the pipe is full.
-
-    With a receiver on the read side, a full pipe also holds input: a peer
-    that does not read our answers gets no more of its requests read.
-    """
-
-    def __init__(self) -> None:
-        self._paused = False
-        #: One future per waiting ``drain()``: every writer that waits is woken, not just the last.
-        self._drainers: list[asyncio.Future[None]] = []
-        self.lost = False
-        self.reader: _LineReader | None = None
-
-    def pause_writing(self) -> None:
-        self._paused = True
-        if self.reader is not None:
-            self.reader.hold("output")
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        if self.reader is not None:
-            self.reader.release("output")
-        drainers, self._drainers = self._drainers, []
-        for fut in drainers:
-            if not fut.done():
-                fut.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.lost = True
-        self.resume_writing()
-
-    async def drain(self) -> None:
-        if self._paused and not self.lost:
-            fut = asyncio.get_running_loop().create_future()
-            self._drainers.append(fut)
-            try:
-                await fut
-            finally:
-                if not fut.done() or fut.cancelled():
-                    with contextlib.suppress(ValueError):
-                        self._drainers.remove(fut)
 
 
 class _PipeChannel:
@@ -441,45 +277,6 @@ class _PipeChannel:
         out = self._out
         if held and out is not None and not out.is_closing():
             out.write(b"".join(entry[1] + b"\n" for entry in held))
-
-
-def _unread_probe(out: asyncio.WriteTransport | None) -> Callable[[], int] | None:
-    """A function returning how many bytes written to ``out`` the peer has not read, or None.
-
-    Linux only: ``FIONREAD`` on a pipe's write end counts the bytes in the pipe;
-    ``SIOCOUTQ`` on a Unix socket counts the memory its unread messages take
-    (at least their length, so an answer never goes out early). Elsewhere, and
-    for files and terminals, there is no telling.
-    """
-    if out is None or not sys.platform.startswith("linux"):
-        return None
-    pipe = out.get_extra_info("pipe")
-    try:
-        fd = pipe.fileno()
-        mode = os.fstat(fd).st_mode
-    except (AttributeError, ValueError, OSError):
-        return None
-    import array
-    import fcntl
-    import termios
-
-    if stat.S_ISFIFO(mode):
-        request = termios.FIONREAD
-    elif stat.S_ISSOCK(mode):
-        request = termios.TIOCOUTQ  # the same request as SIOCOUTQ on Linux
-    else:
-        return None
-    buf = array.array("i", [0])
-
-    def unread() -> int:
-        fcntl.ioctl(fd, request, buf, True)
-        return buf[0]
-
-    try:
-        unread()
-    except OSError:
-        return None
-    return unread
 
 
 class StdioChannel(_PipeChannel):
