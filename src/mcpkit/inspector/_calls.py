@@ -1,5 +1,5 @@
 """The page's calls to the connected server (inspector → server): ping, tools,
-resources, prompts, completion and logging level, each run so the page can
+resources, prompts, completion, logging level and tasks, each run so the page can
 cancel it and its failure becomes an :class:`~._api.ApiError`.
 
 :class:`ServerCalls` is mixed into :class:`~._session.InspectorSession`, which
@@ -15,8 +15,13 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 
 from ..client.client import Client
+from ..client.tasks import TaskCreated
+from ..protocol import types as t
+from ..protocol.tasks import CreateTaskResult
+from ..session.engine import ProgressCallback
 from ._api import LOG_LEVELS, ApiError, ConnectSpec, _builtins, _error_from, _string_map, _text
 from ._events import EventHub
+from ._tasks import TaskBoard, TrackedTask, task_id_from
 from ._templates import expand, variables
 
 __all__ = ["ServerCalls"]
@@ -31,6 +36,7 @@ class ServerCalls:
     client: Client | None
     spec: ConnectSpec | None
     status: Literal["disconnected", "connecting", "connected", "error"]
+    tasks: TaskBoard
     _calls: dict[str, asyncio.Task[Any]]
 
     # -- inspector → server ------------------------------------------------------
@@ -94,11 +100,45 @@ class ServerCalls:
             )
 
         started = time.perf_counter()
-        result = await self._run(call_id, client.call_tool(name, dict(arguments), progress=progress))
-        return {
-            "result": _builtins(result),
-            "durationMs": round((time.perf_counter() - started) * 1000, 3),
-        }
+        outcome = await self._run(call_id, _start_call(client, name, dict(arguments), progress))
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        if isinstance(outcome, CreateTaskResult):
+            # The server made a task of the call: the page gets it at once, and follows it
+            # in its Tasks panel (polled here, published as "task" events).
+            tracked = self.tasks.track_call(client, outcome, name, arguments)
+            return {"task": tracked.to_json(), "durationMs": duration}
+        return {"result": _builtins(outcome), "durationMs": duration}
+
+    # -- tasks (the io.modelcontextprotocol/tasks extension) -----------------------------
+
+    async def _task_call(self, work: Awaitable[TrackedTask]) -> dict[str, Any]:
+        return {"task": (await self._run(None, work)).to_json()}
+
+    async def open_task(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Follow a task by id (one created elsewhere, or one to follow again)."""
+        client = self._require()
+        return await self._task_call(self.tasks.open(client, task_id_from(body)))
+
+    async def get_task(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """A task of the panel, whole (its result too); ``refresh`` polls it now."""
+        task_id = task_id_from(body)
+        refresh = body.get("refresh", False)
+        if not isinstance(refresh, bool):
+            raise ApiError(400, "refresh must be a boolean")
+        if not refresh:
+            return {"task": self.tasks.get(task_id).to_json()}
+        client = self._require()
+        return await self._task_call(self.tasks.refresh(client, task_id))
+
+    async def cancel_task(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``tasks/cancel`` for a task of the panel."""
+        client = self._require()
+        return await self._task_call(self.tasks.cancel(client, task_id_from(body)))
+
+    def forget_task(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Take a task off the panel (it goes on in the server)."""
+        self.tasks.forget(task_id_from(body))
+        return {"ok": True}
 
     async def list_resources(self) -> dict[str, Any]:
         client = self._require()
@@ -169,3 +209,20 @@ class ServerCalls:
         if self.spec is not None:
             self.spec.log_level = level
         return {"level": level}
+
+
+async def _start_call(
+    client: Client, name: str, arguments: dict[str, Any], progress: ProgressCallback
+) -> t.CallToolResult | CreateTaskResult:
+    """``tools/call`` as :meth:`Client.call_tool` sends it (the progress of the call before
+    it becomes a task included); a task the server makes of it is returned, not followed.
+
+    (:meth:`Client.start_tool` takes no progress callback, and ``call_tool`` follows a task
+    without telling its id: hence the client's own request method, as ``mcpkit call`` does.)
+    """
+    try:
+        return await client._call(
+            "tools/call", {"name": name, "arguments": arguments}, t.CallToolResult, on_progress=progress
+        )
+    except TaskCreated as answer:
+        return answer.created

@@ -40,6 +40,7 @@ from ._api import (
 )
 from ._calls import ServerCalls
 from ._events import EventHub
+from ._tasks import TASK_ASKING, TaskBoard
 from ._traffic import RecordingChannel, TrafficRecorder
 
 __all__ = ["InspectorSession", "Pending"]
@@ -54,14 +55,16 @@ _STDERR_KEEP = 40
 
 @dataclass
 class Pending:
-    """A server request waiting for the user (elicitation or sampling)."""
+    """A server request waiting for the user (elicitation or sampling), or a task's input
+    request (then ``task`` names the task; it waits as long as the task does)."""
 
     id: str
     kind: Literal["elicitation", "sampling"]
     params: dict[str, Any]
     created: float
-    expires: float
+    expires: float | None
     future: asyncio.Future[Any]
+    task: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class Pending:
             "params": self.params,
             "created": self.created,
             "expires": self.expires,
+            "task": self.task,
         }
 
 
@@ -92,6 +96,8 @@ class InspectorSession(ServerCalls):
         self.status: Literal["disconnected", "connecting", "connected", "error"] = "disconnected"
         self.error: str | None = None
         self.pending: dict[str, Pending] = {}
+        #: The tasks of the Tasks panel (tool calls that became tasks, tasks opened by id).
+        self.tasks = TaskBoard(hub)
         self._stderr: collections.deque[str] = collections.deque(maxlen=_STDERR_KEEP)
         self._calls: dict[str, asyncio.Task[Any]] = {}
         self._lock = asyncio.Lock()
@@ -126,6 +132,7 @@ class InspectorSession(ServerCalls):
             "target": self.spec.summary() if self.spec is not None else None,
             "server": self.server_json(),
             "pending": [p.to_json() for p in self.pending.values()],
+            "tasks": self.tasks.snapshot(),
             "defaults": self.defaults.to_json() if self.defaults is not None else None,
             "autoConnect": self.auto_connect,
             "protocols": list(PROTOCOL_CHOICES),
@@ -241,6 +248,8 @@ class InspectorSession(ServerCalls):
 
     async def _close_locked(self) -> None:
         self._generation += 1
+        # The tasks live on in the server: they stay in the panel, not followed.
+        await self.tasks.stop("not followed: the inspector disconnected (Follow resumes on a connection)")
         for pending in list(self.pending.values()):
             if not pending.future.done():
                 pending.future.set_exception(SessionClosed("the inspector disconnected"))
@@ -295,19 +304,25 @@ class InspectorSession(ServerCalls):
 
     async def _ask(self, kind: Literal["elicitation", "sampling"], params: dict[str, Any]) -> Any:
         now = time.time()
+        # A task's input request waits as long as the task lives (the task is parked in
+        # input_required meanwhile; it ends, and the question with it, at its TTL or when
+        # cancelled); a request of a call waits answer_timeout.
+        task = TASK_ASKING.get()
+        timeout = None if task is not None else self.answer_timeout
         pending = Pending(
             id=secrets.token_hex(8),
             kind=kind,
             params=params,
             created=now,
-            expires=now + self.answer_timeout,
+            expires=None if timeout is None else now + timeout,
             future=asyncio.get_running_loop().create_future(),
+            task={"taskId": task.task_id, "tool": task.tool} if task is not None else None,
         )
         self.pending[pending.id] = pending
         self.hub.publish("pending", pending.to_json())
         outcome = "cancelled"
         try:
-            async with asyncio.timeout(self.answer_timeout):
+            async with asyncio.timeout(timeout):
                 answer = await pending.future
             outcome = str(answer.get("action", "accept")) if isinstance(answer, dict) else "accept"
             return answer
@@ -318,10 +333,14 @@ class InspectorSession(ServerCalls):
             raise MCPError(-1, "the user did not answer the sampling request in time") from None
         except MCPError:
             outcome = "decline"
+            if task is not None:
+                task.refused = True
             raise
         finally:
             self.pending.pop(pending.id, None)
-            self.hub.publish("resolved", {"id": pending.id, "kind": kind, "outcome": outcome})
+            self.hub.publish(
+                "resolved", {"id": pending.id, "kind": kind, "outcome": outcome, "task": pending.task}
+            )
 
     def answer(self, body: Mapping[str, Any]) -> None:
         """The user's answer to a pending request."""

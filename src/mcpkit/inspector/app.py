@@ -127,6 +127,10 @@ class InspectorApp:
             ("POST", "/api/prompts/get"): self.session.get_prompt,
             ("POST", "/api/complete"): self.session.complete,
             ("POST", "/api/logging/level"): self.session.set_log_level,
+            ("POST", "/api/tasks/open"): self.session.open_task,
+            ("POST", "/api/tasks/get"): self.session.get_task,
+            ("POST", "/api/tasks/cancel"): self.session.cancel_task,
+            ("POST", "/api/tasks/forget"): self._forget_task,
             ("POST", "/api/answer"): self._answer,
             ("POST", "/api/cancel"): self._cancel,
             ("POST", "/api/clear"): self._clear,
@@ -263,6 +267,9 @@ class InspectorApp:
     async def _answer(self, body: dict[str, Any]) -> Any:
         self.session.answer(body)
         return {"ok": True}
+
+    async def _forget_task(self, body: dict[str, Any]) -> Any:
+        return self.session.forget_task(body)
 
     async def _cancel(self, body: dict[str, Any]) -> Any:
         return {"cancelled": self.session.cancel(body)}
