@@ -184,6 +184,8 @@
     lastStateSeq: 0,
     callProgress: new Map(),
     methodsById: new Map(),
+    tasks: new Map(),
+    toolTask: null,
   };
 
   // ---------------------------------------------------------------- connection form
@@ -656,20 +658,24 @@
   }
 
   function renderToolResult(container, res) {
-    const result = isObject(res.result) ? res.result : {};
+    clear(container).appendChild(toolResultNode(res.result, fmtMs(res.durationMs), "tool-result"));
+  }
+
+  /** A CallToolResult as blocks: content, structured content, the raw result. */
+  function toolResultNode(value, aside, id) {
+    const result = isObject(value) ? value : {};
     const isError = result.isError === true;
     const content = Array.isArray(result.content) ? result.content : [];
-    const node = el(
+    return el(
       "div",
-      { className: `result${isError ? " is-error" : ""}`, id: "tool-result" },
-      el("div", { className: "result-head" }, el("span", { className: "label" }, isError ? "Tool error (isError)" : "Result"), el("span", { className: "muted" }, fmtMs(res.durationMs))),
+      { className: `result${isError ? " is-error" : ""}`, id },
+      el("div", { className: "result-head" }, el("span", { className: "label" }, isError ? "Tool error (isError)" : "Result"), el("span", { className: "muted" }, aside)),
       content.map(contentBlock),
       "structuredContent" in result
         ? el("div", { className: "block", dataset: { type: "structured" } }, el("div", { className: "block-head" }, "structured content"), el("div", { className: "block-body" }, el("pre", null, pretty(result.structuredContent))))
         : null,
       el("details", { className: "more" }, el("summary", null, "raw result"), el("pre", null, pretty(result))),
     );
-    clear(container).appendChild(node);
   }
 
   // ---------------------------------------------------------------- tools
@@ -729,7 +735,8 @@
           progressText.textContent = "calling…";
           try {
             const res = await api("tools/call", { name: tool.name, arguments: args, callId });
-            renderToolResult(resultArea, res);
+            if (isObject(res.task)) showToolTask(resultArea, res.task, res.durationMs);
+            else renderToolResult(resultArea, res);
           } catch (e) {
             clear(resultArea).appendChild(errorBox(e, "Call failed"));
           } finally {
@@ -772,6 +779,253 @@
     entry.bar.hidden = total === null;
     if (total !== null) entry.bar.firstChild.style.width = `${Math.min(100, (100 * data.progress) / total)}%`;
     entry.text.textContent = `progress ${data.progress}${total !== null ? ` / ${total}` : ""}${data.message ? ` — ${data.message}` : ""}`;
+  }
+
+  // ---------------------------------------------------------------- tasks
+  //
+  // A tool call the server answers with a task (2026-07-28, tasks extension), or a
+  // task opened by id, is followed by the inspector: it polls tasks/get at the
+  // server's pollIntervalMs and sends each poll as a "task" event. The task's input
+  // requests come as pending requests tagged with the task (answered with the same
+  // forms; the inspector sends the answers with tasks/update).
+
+  const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+  function fmtIso(iso) {
+    if (typeof iso !== "string" || !iso) return "";
+    const d = new Date(iso);
+    if (Number.isNaN(d.getTime())) return iso;
+    const pad = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${fmtTime(d.getTime() / 1000)}`;
+  }
+
+  function fmtDuration(ms) {
+    if (ms === null || ms === undefined) return "unlimited";
+    if (typeof ms !== "number") return "";
+    if (ms < 1000) return `${ms} ms`;
+    const s = ms / 1000;
+    if (s < 120) return `${+s.toFixed(1)} s`;
+    if (s < 7200) return `${+(s / 60).toFixed(1)} min`;
+    return `${+(s / 3600).toFixed(1)} h`;
+  }
+
+  function taskErrorBox(task) {
+    const error = isObject(task.error) ? task.error : {};
+    const info = { code: typeof error.code === "number" ? error.code : undefined, data: error.data };
+    return errorBox(new ApiError(str(error.message) || str(task.statusMessage) || "the task failed", 0, info), "Task failed");
+  }
+
+  function inputRequestLine(key, request) {
+    const req = isObject(request) ? request : {};
+    const params = isObject(req.params) ? req.params : {};
+    const method = str(req.method);
+    let what = method;
+    if (method === "elicitation/create") what = str(params.message) || "(elicitation)";
+    else if (method === "sampling/createMessage") what = "a model completion (sampling)";
+    else if (method === "roots/list") what = "the roots (answered with the connection's roots)";
+    return el("li", { dataset: { key } }, el("span", { className: "mono muted" }, `${key} · ${method}`), " ", el("span", null, what));
+  }
+
+  function taskCard(taskId) {
+    const view = {
+      name: el("span", { className: "name" }),
+      status: el("span", { className: "pill task-status" }),
+      id: el("code", { className: "task-id" }, taskId),
+      args: el("div", { className: "mono muted small task-args" }),
+      message: el("div", { className: "task-message" }),
+      times: el("dl", { className: "details task-times" }),
+      note: el("p", { className: "muted small task-note" }),
+      inputs: el("div", { className: "task-inputs" }),
+      outcome: el("div", { className: "task-outcome" }),
+      raw: el("pre"),
+      error: el("p", { className: "error-text", hidden: true }),
+      cancel: el("button", { type: "button", className: "danger task-cancel" }, "Cancel task"),
+      follow: el("button", { type: "button", className: "task-follow" }, "Follow"),
+      forget: el("button", { type: "button", className: "task-forget" }, "Forget"),
+      shown: null,
+    };
+    const act = (path, body) => async () => {
+      view.error.hidden = true;
+      try {
+        const res = await api(path, body);
+        if (isObject(res.task)) onTask(res.task);
+      } catch (e) {
+        view.error.hidden = false;
+        view.error.textContent = e.message;
+      }
+    };
+    view.cancel.addEventListener("click", act("tasks/cancel", { taskId }));
+    view.follow.addEventListener("click", act("tasks/open", { taskId }));
+    view.forget.addEventListener("click", act("tasks/forget", { taskId }));
+    view.card = el(
+      "div",
+      { className: "card task-card", dataset: { taskId } },
+      el("div", { className: "task-head" }, view.name, view.status, el("span", { className: "spacer" }), view.cancel, view.follow, view.forget),
+      el("div", { className: "small" }, el("span", { className: "muted" }, "task "), view.id),
+      view.args,
+      view.message,
+      view.times,
+      view.note,
+      view.inputs,
+      view.outcome,
+      view.error,
+      el("details", { className: "more" }, el("summary", null, "task as last seen"), view.raw),
+    );
+    return view;
+  }
+
+  function updateTaskCard(view, task) {
+    const ended = TERMINAL.has(task.status);
+    view.card.dataset.status = task.status;
+    view.card.dataset.followed = String(task.followed === true);
+    view.name.textContent = str(task.tool) || "(opened by id)";
+    view.status.textContent = task.status;
+    view.status.dataset.status = task.status;
+    view.args.textContent = task.arguments ? `arguments ${task.arguments}` : "";
+    view.message.textContent = str(task.statusMessage);
+    view.message.hidden = !task.statusMessage;
+    const dl = clear(view.times);
+    const rows = [
+      ["created", fmtIso(task.createdAt)],
+      ["updated", fmtIso(task.lastUpdatedAt)],
+      ["kept for", fmtDuration(task.ttlMs)],
+      ["poll every", typeof task.pollIntervalMs === "number" ? fmtMs(task.pollIntervalMs) : "(not said: 1 s)"],
+      ["last seen", typeof task.seenAt === "number" ? `${fmtTime(task.seenAt)}${task.polls ? ` (${task.polls} polls)` : ""}` : ""],
+      ["followed", task.followed ? "yes" : ended ? "no (ended)" : "no"],
+    ];
+    for (const [k, v] of rows) {
+      if (!v) continue;
+      dl.appendChild(el("dt", null, k));
+      dl.appendChild(el("dd", { dataset: { field: k } }, v));
+    }
+    view.note.textContent = str(task.note);
+    view.note.hidden = !task.note;
+    const requests = task.status === "input_required" && isObject(task.inputRequests) ? task.inputRequests : null;
+    clear(view.inputs);
+    if (requests) {
+      view.inputs.appendChild(el("div", { className: "kind" }, "Waiting for input (the request is shown at the top of the page):"));
+      view.inputs.appendChild(el("ul", { className: "plain" }, Object.entries(requests).map(([k, r]) => inputRequestLine(k, r))));
+    }
+    view.cancel.hidden = ended;
+    view.follow.hidden = ended || task.followed === true;
+    view.forget.hidden = !ended && task.followed === true;
+    view.raw.textContent = pretty(task);
+    // The outcome is drawn once (a result can be big, and the user may be reading it).
+    if (ended && view.shown !== task.status) {
+      view.shown = task.status;
+      clear(view.outcome).appendChild(taskOutcome(task));
+    } else if (!ended && view.shown !== null) {
+      view.shown = null;
+      clear(view.outcome);
+    }
+  }
+
+  function taskOutcome(task) {
+    if (task.status === "completed") {
+      if (typeof task.resultOmitted === "number") {
+        const holder = el("div", { className: "muted" }, `loading the result (${fmtSize(task.resultOmitted)})…`);
+        api("tasks/get", { taskId: task.taskId }).then(
+          (res) => holder.replaceWith(toolResultNode(res.task.result, "", null)),
+          (e) => holder.replaceWith(errorBox(e, "Could not load the result")),
+        );
+        return holder;
+      }
+      return toolResultNode(task.result, "", null);
+    }
+    if (task.status === "failed") return taskErrorBox(task);
+    return el("p", { className: "muted task-cancelled" }, "Cancelled.");
+  }
+
+  function onTask(task) {
+    if (!isObject(task) || typeof task.taskId !== "string") return;
+    let entry = state.tasks.get(task.taskId);
+    if (!entry) {
+      entry = { task, view: taskCard(task.taskId) };
+      state.tasks.set(task.taskId, entry);
+      $("tasks-list").prepend(entry.view.card);
+    }
+    entry.task = task;
+    updateTaskCard(entry.view, task);
+    renderTaskCounts();
+    const watch = state.toolTask;
+    if (watch && watch.taskId === task.taskId) updateToolTask(watch, task);
+  }
+
+  function onTaskForgotten(taskId) {
+    const entry = state.tasks.get(taskId);
+    if (entry) entry.view.card.remove();
+    state.tasks.delete(taskId);
+    renderTaskCounts();
+  }
+
+  function renderTaskCounts() {
+    const all = [...state.tasks.values()];
+    $("tasks-count").textContent = all.length ? String(all.length) : "";
+    $("tasks-empty").hidden = all.length > 0;
+    const waiting = all.filter((e) => e.task.status === "input_required").length;
+    const badge = $("tasks-attention");
+    badge.hidden = waiting === 0;
+    badge.textContent = waiting ? `${waiting} waiting for input` : "";
+  }
+
+  function showTaskInPanel(taskId) {
+    document.querySelector(".main .tabs button[data-tab='tasks']").click();
+    const entry = state.tasks.get(taskId);
+    if (entry) entry.view.card.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The tool pane when a call became a task: its id and status, then its outcome. */
+  function showToolTask(container, task, durationMs) {
+    const status = el("span", { className: "pill task-status" });
+    const line = el(
+      "div",
+      { className: "card task-stub", id: "tool-task", dataset: { taskId: task.taskId } },
+      el("div", null, "The server runs this call as a task ", el("code", null, task.taskId), " ", status),
+      el("div", { className: "muted small" }, `answered in ${fmtMs(durationMs)}; followed in the Tasks tab until it ends`),
+      el("div", { className: "buttons" }, el("button", { type: "button", onclick: () => showTaskInPanel(task.taskId) }, "Show in Tasks")),
+    );
+    const outcome = el("div");
+    clear(container).append(line, outcome);
+    state.toolTask = { taskId: task.taskId, container, status, outcome, shown: false };
+    onTask(task);
+  }
+
+  function updateToolTask(watch, task) {
+    if (!watch.container.isConnected) {
+      state.toolTask = null;
+      return;
+    }
+    watch.status.textContent = task.status;
+    watch.status.dataset.status = task.status;
+    if (!TERMINAL.has(task.status) || watch.shown) return;
+    watch.shown = true;
+    if (task.status === "completed" && typeof task.resultOmitted !== "number") {
+      watch.outcome.appendChild(toolResultNode(task.result, "", "tool-result"));
+    } else {
+      watch.outcome.appendChild(taskOutcome(task));
+    }
+  }
+
+  async function openTask(ev) {
+    ev.preventDefault();
+    showError("task-open-error", null);
+    const taskId = $("task-open-id").value.trim();
+    if (!taskId) {
+      showError("task-open-error", { message: "a task id is required" });
+      return;
+    }
+    $("task-open-btn").disabled = true;
+    try {
+      const res = await api("tasks/open", { taskId });
+      onTask(res.task);
+      $("task-open-id").value = "";
+      showTaskInPanel(taskId);
+    } catch (e) {
+      const code = e.info && e.info.code !== undefined ? ` (code ${e.info.code})` : "";
+      showError("task-open-error", { message: `${e.message}${code}` });
+    } finally {
+      $("task-open-btn").disabled = false;
+    }
   }
 
   // ---------------------------------------------------------------- resources
@@ -934,6 +1188,18 @@
         errorLine.textContent = e.message;
       }
     };
+    const task = isObject(p.task) ? p.task : null;
+    const forTask = task
+      ? el(
+          "div",
+          { className: "muted small pending-task" },
+          "for task ",
+          el("code", null, str(task.taskId)),
+          task.tool ? ` (${str(task.tool)})` : "",
+          " · the answer is sent with tasks/update ",
+          el("button", { type: "button", className: "small-btn", onclick: () => showTaskInPanel(str(task.taskId)) }, "Show task"),
+        )
+      : null;
     let card;
     if (p.kind === "elicitation") {
       const urlMode = params.mode === "url";
@@ -942,7 +1208,7 @@
         "form",
         {
           className: "card pending-card",
-          dataset: { pending: p.id, kind: p.kind },
+          dataset: { pending: p.id, kind: p.kind, ...(task ? { taskId: str(task.taskId) } : {}) },
           autocomplete: "off",
           onsubmit: (ev) => {
             ev.preventDefault();
@@ -952,6 +1218,7 @@
           },
         },
         el("div", { className: "kind" }, urlMode ? "The server asks you to open a URL" : "The server asks for input (elicitation)"),
+        forTask,
         el("div", { className: "ask" }, str(params.message)),
         urlMode ? el("div", null, el("div", { className: "muted small" }, "URL (not opened by the inspector — check it before you visit it):"), el("pre", { className: "mono" }, str(params.url))) : form.element,
         el(
@@ -971,7 +1238,7 @@
         "form",
         {
           className: "card pending-card",
-          dataset: { pending: p.id, kind: p.kind },
+          dataset: { pending: p.id, kind: p.kind, ...(task ? { taskId: str(task.taskId) } : {}) },
           autocomplete: "off",
           onsubmit: (ev) => {
             ev.preventDefault();
@@ -979,12 +1246,13 @@
           },
         },
         el("div", { className: "kind" }, "The server asks for a model completion (sampling)"),
+        forTask,
         params.systemPrompt ? el("div", null, el("div", { className: "muted small" }, "system prompt"), el("pre", null, str(params.systemPrompt))) : null,
         messages.map((m) => el("div", { className: "message" }, el("div", { className: "role" }, str(m.role)), Array.isArray(m.content) ? m.content.map(contentBlock) : contentBlock(m.content))),
         el("div", { className: "muted small" }, `maxTokens ${params.maxTokens}${params.temperature !== undefined ? ` · temperature ${params.temperature}` : ""}`),
         el("label", { className: "field" }, "Reply", reply),
         el("label", { className: "field" }, "Model name", model),
-        el("div", { className: "buttons" }, el("button", { type: "submit", className: "primary" }, "Send reply"), el("button", { type: "button", className: "danger", onclick: () => answer({ action: "decline" }) }, "Reject")),
+        el("div", { className: "buttons" }, el("button", { type: "submit", className: "primary" }, "Send reply"), el("button", { type: "button", className: "danger", onclick: () => answer({ action: "decline" }) }, task ? "Reject (cancels the task)" : "Reject")),
         errorLine,
       );
     }
@@ -1130,7 +1398,14 @@
         break;
       case "resolved":
         removePending(event.data.id);
-        if (!replayed) note(`${event.data.kind} request ${event.data.outcome}`);
+        if (!replayed) note(`${event.data.kind} request ${event.data.outcome}${isObject(event.data.task) ? ` (task ${str(event.data.task.taskId)})` : ""}`);
+        break;
+      case "task":
+        // The snapshot holds the tasks as of its sequence number; older events are history.
+        if (!replayed) onTask(event.data);
+        break;
+      case "task_forgotten":
+        if (!replayed) onTaskForgotten(event.data.taskId);
         break;
       case "status":
         if (!replayed) {
@@ -1254,6 +1529,7 @@
     });
     $("traffic-filter").addEventListener("input", () => document.querySelectorAll("#traffic-body tr.entry").forEach(applyFilter));
     $("clear-btn").addEventListener("click", () => api("clear", {}).catch((e) => note(e.message)));
+    $("task-open-form").addEventListener("submit", openTask);
     $("token-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       token = $("token-input").value.trim();
@@ -1281,6 +1557,7 @@
     if (snapshot.connection) $("set-log-level").value = snapshot.connection.logLevel || "";
     state.lastStateSeq = snapshot.lastEventSeq;
     setStatus(snapshot.status, snapshot.server, snapshot.error);
+    for (const task of snapshot.tasks || []) onTask(task);
     for (const p of snapshot.pending) showPending(p);
     followEvents();
     if (snapshot.status === "connected") {
