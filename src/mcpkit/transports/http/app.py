@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import UNSET
@@ -26,21 +26,20 @@ from ...protocol import http as h
 from ...protocol import jsonrpc
 from ...protocol.auth import Authenticator, AuthError, Principal
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError, ProtocolError
-from ...protocol.jsonrpc import ErrorResponse, Notification, Request, Response
+from ...protocol.jsonrpc import Notification, Request
 from ...protocol.lifecycle import LEGACY_ONLY_METHODS
 from ...protocol.meta import PROTOCOL_VERSION as PROTOCOL_VERSION_META
 from ...protocol.requests import ServerRequest, decode_request
-from ...protocol.versions import ProtocolVersion, parse_version
+from ...protocol.versions import parse_version
 from ...scale.errors import RedisUnavailable
-from ...session.engine import Engine
 from .answer import ReplyForm, SingleChannel, answer, fail, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body, respond
-from .contract import ServedApp, ServedConnection
+from .contract import ServedApp
+from .legacy_routes import LegacyRoutes
 from .lifetime import Lifetime
 from .principal import current_principal
-from .sessions import LegacyHTTPSession, new_session_id
 from .settings import HTTPSettings
-from .streams import ResponseStream, pump_sse
+from .streams import ResponseStream
 
 if TYPE_CHECKING:
     from .shared import SharedSessionStore
@@ -70,7 +69,7 @@ _REDIS_BEHIND = b'{"status":"redis overloaded"}'
 _PROBE_HEADERS = [(b"cache-control", b"no-store")]
 
 
-class StreamableHTTPApp(Lifetime):
+class StreamableHTTPApp(Lifetime, LegacyRoutes):
     """ASGI app serving an :class:`ServedApp` over Streamable HTTP (and legacy HTTP+SSE)."""
 
     def __init__(self, server: ServedApp, settings: HTTPSettings | None = None) -> None:
@@ -221,30 +220,6 @@ class StreamableHTTPApp(Lifetime):
 
     # -- authorization -------------------------------------------------------
 
-    async def _session_for(self, session_id: str) -> LegacyHTTPSession | None:
-        """The session, if it exists and belongs to this caller.
-
-        A session created by one principal is invisible to every other: the
-        same 404 as an unknown id, so ids cannot be probed (CVE-2026-52869).
-        """
-        return (await self._claim_in(session_id, None))[0]
-
-    async def _claim_in(
-        self, session_id: str, claim: int | str | None
-    ) -> tuple[LegacyHTTPSession | None, bool]:
-        """:meth:`_session_for`, also claiming request id ``claim`` across workers."""
-        claimed = True
-        if self.shared is not None:
-            session, claimed = await self.shared.find(session_id, claim) if session_id else (None, True)
-        else:
-            session = self.sessions.get(session_id)
-        if session is None:
-            return None, claimed
-        principal = _principal.get()
-        if session.principal != (principal.key if principal is not None else None):
-            return None, claimed
-        return session, claimed
-
     def resource_url(self, scope: Scope, headers: dict[str, str]) -> str:
         """The endpoint's canonical URL (the tokens' audience)."""
         if self.settings.resource_url is not None:
@@ -364,266 +339,6 @@ class StreamableHTTPApp(Lifetime):
         engine.submit(request)
         await answer(self.settings, stream, engine, request.id, receive, send, form)
 
-    async def _post_legacy(
-        self,
-        message: jsonrpc.Message,
-        request: ServerRequest | None,
-        receive: Receive,
-        send: Send,
-        headers: dict[str, str],
-        version: ProtocolVersion | None,
-        form: ReplyForm,
-    ) -> None:
-        if h.PROTOCOL_VERSION in headers and (version is None or version not in self.server.versions):
-            # 2025-06-18+: an invalid or unsupported MCP-Protocol-Version is a 400.
-            await jsonrpc_error(
-                send,
-                400,
-                _id_of(message),
-                INVALID_REQUEST,
-                f"Unsupported MCP-Protocol-Version: {headers[h.PROTOCOL_VERSION]!r}",
-            )
-            return
-        if self.settings.stateless:
-            await self._post_stateless_legacy(request, receive, send, version, form)
-            return
-        session_id = headers.get(h.SESSION_ID)
-        extra: list[tuple[bytes, bytes]] = []
-        claimed = True
-        if session_id is None:
-            # Only initialize reaches here without a session (see _post).
-            session = self._open_session()
-            extra.append((b"mcp-session-id", session.id.encode()))
-        else:
-            claim = request.id if request is not None and request.method != "initialize" else None
-            found, claimed = await self._claim_in(session_id, claim)
-            if found is None:
-                await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
-                return
-            session = found
-            if request is not None and request.method == "initialize":
-                await jsonrpc_error(send, 400, request.id, INVALID_REQUEST, "Session already initialized")
-                return
-        session.touch()
-        session.conn.principal = _principal.get()  # the latest token's scopes (step-up)
-        if request is None:
-            if self.shared is None or not self.shared.relay(session, message):
-                session.engine.feed_message(message)
-            await respond(send, 202, headers=extra)
-            return
-        if self.settings.auth is not None:
-            try:
-                self._check_scopes(request)
-            except HTTPFailure:
-                if self.shared is not None and session_id is not None and claimed:
-                    self.shared.store.release(session.id, request.id)
-                raise
-        if not claimed or request.id in session.request_streams or session.engine.in_flight(request.id):
-            await jsonrpc_error(
-                send, 200, request.id, INVALID_REQUEST, f"id {request.id!r} is already in use"
-            )
-            return
-        request.session = session.id
-        claims = self.shared is not None and session_id is not None
-        await self._serve_in_session(session, request, receive, send, form, extra, claims=claims)
-
-    def _open_session(self) -> LegacyHTTPSession:
-        """A new legacy session for ``initialize`` (refused past ``max_sessions``)."""
-        sse_sessions = len(self.legacy_sse.sessions) if self.legacy_sse is not None else 0
-        if len(self.sessions) + sse_sessions >= self.settings.max_sessions:
-            raise HTTPFailure(503, "too many sessions", headers=[(b"retry-after", b"5")])
-        principal = _principal.get()
-        owner = principal.key if principal is not None else None
-        if self.shared is not None:
-            session = self.shared.new_session(new_session_id(), owner)
-        else:
-            session = LegacyHTTPSession(
-                self.server,
-                new_session_id(),
-                self.settings.stream_queue_limit,
-                self.settings.replay_events,
-                principal=owner,
-                clock=self.settings.clock,
-            )
-        self.sessions.add(session)
-        return session
-
-    async def _serve_in_session(
-        self,
-        session: LegacyHTTPSession,
-        request: ServerRequest,
-        receive: Receive,
-        send: Send,
-        form: ReplyForm,
-        extra: list[tuple[bytes, bytes]],
-        *,
-        claims: bool,
-    ) -> None:
-        """Serve one request in a legacy session and answer it on its own stream.
-
-        ``claims``: the request id was claimed across workers and is released
-        when its handler ends.
-        """
-        stream = session.open_stream(request.id)
-        session.engine.submit(request)
-        if claims:
-            assert self.shared is not None
-            self.shared.release_when_done(session, request.id)
-        try:
-            if self.shared is not None and request.method in self.shared.stateful:
-                try:
-                    await self.shared.commit(session, request, stream)
-                except RedisUnavailable:
-                    if request.method == "initialize":
-                        self.sessions.remove(session.id)
-                        await session.close()
-                    raise
-            await answer(
-                self.settings,
-                stream,
-                session.engine,
-                request.id,
-                receive,
-                send,
-                form,
-                session=session,
-                extra=extra,
-            )
-        finally:
-            # Idle time counts from the end of the last activity, not its start.
-            session.touch()
-            if stream.finished and not stream.queue:
-                session.forget_stream(stream)
-
-    async def _post_stateless_legacy(
-        self,
-        request: ServerRequest | None,
-        receive: Receive,
-        send: Send,
-        version: ProtocolVersion | None,
-        form: ReplyForm,
-    ) -> None:
-        if request is None:
-            await respond(send, 202)
-            return
-        stream = ResponseStream("s", request.id, self.settings.stream_queue_limit)
-        engine = self.server.connect(SingleChannel(stream), stateless=True, transport="http")
-        if request.method != "initialize":
-            # No session to remember a handshake: the header says the revision
-            # (2025-03-26 when absent, streamable-http "Protocol Version Header").
-            served(engine).lifecycle.assume(version or ProtocolVersion.V2025_03_26)
-        engine.submit(request)
-        await answer(self.settings, stream, engine, request.id, receive, send, form)
-
-    async def _post_batch(self, items: list[msgspec.Raw], send: Send, headers: dict[str, str]) -> None:
-        """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
-        session = await self._session_for(headers.get(h.SESSION_ID, ""))
-        if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
-            await jsonrpc_error(send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted")
-            return
-        session.touch()
-        session.conn.principal = _principal.get()
-        streams: list[ResponseStream] = []
-        answers: list[bytes] = []
-        for raw in items:
-            try:
-                message = jsonrpc.decode_message(raw)
-            except ProtocolError as exc:
-                answers.append(jsonrpc.encode_error(exc.request_id, exc.code, exc.message))
-                continue
-            if isinstance(message, Request):
-                if message.method == "initialize":
-                    answers.append(
-                        jsonrpc.encode_error(message.id, INVALID_REQUEST, "initialize must not be batched")
-                    )
-                    continue
-                streams.append(session.open_stream(message.id))
-            session.engine.feed_message(message)  # type: ignore[arg-type]
-        for stream in streams:
-            while True:
-                item = await stream.get()
-                if item is None or item.final:
-                    break
-            if item is not None:
-                answers.append(item.data)
-            session.forget_stream(stream)
-        if not answers:
-            await respond(send, 202)
-            return
-        await respond(send, 200, b"[" + b",".join(answers) + b"]")
-
-    # -- GET and DELETE (legacy sessions) ----------------------------------------
-
-    async def _get(self, receive: Receive, send: Send, headers: dict[str, str]) -> None:
-        session_id = headers.get(h.SESSION_ID)
-        version = parse_version(headers.get(h.PROTOCOL_VERSION, "").strip())
-        if session_id is None or (version is not None and version.is_modern) or self.settings.stateless:
-            # 2026-07-28: GET is not part of the modern transport.
-            raise HTTPFailure(405, "GET needs a legacy session", headers=[(b"allow", b"POST")])
-        if "text/event-stream" not in headers.get("accept", "") and "*/*" not in headers.get("accept", ""):
-            raise HTTPFailure(406, "Accept must include text/event-stream")
-        session = await self._session_for(session_id)
-        if session is None:
-            raise HTTPFailure(404, "Session not found")
-        session.touch()
-        last = headers.get(h.LAST_EVENT_ID)
-        if self.shared is not None:
-            try:
-                await self.shared.get(send, receive, session, last)
-            finally:
-                session.touch()
-            return
-        if last is not None:
-            found = session.find_stream(last.strip())
-            if found is None:
-                raise HTTPFailure(404, "unknown Last-Event-ID")
-            stream, seq = found
-            stream.reopen(seq)
-            try:
-                await self._stream_out(send, receive, session, stream)
-            finally:
-                session.touch()
-            return
-        standalone = session.standalone
-        if session.get_connected:
-            raise HTTPFailure(409, "a GET stream is already open for this session")
-        standalone.reopen(standalone.seq)  # backlog for the GET stream is dropped
-        session.get_connected = True
-        try:
-            await self._stream_out(send, receive, session, standalone)
-        finally:
-            session.get_connected = False
-            session.touch()
-
-    async def _stream_out(
-        self, send: Send, receive: Receive, session: LegacyHTTPSession, stream: ResponseStream
-    ) -> None:
-        await pump_sse(
-            send,
-            receive,
-            stream,
-            first=None,
-            resumable=True,
-            retry_ms=self.settings.sse_retry_ms,
-            keepalive=self.settings.keepalive_interval,
-            on_disconnect=lambda: None,
-        )
-        if stream.finished and not stream.queue and stream is not session.standalone:
-            session.forget_stream(stream)
-
-    async def _delete(self, send: Send, headers: dict[str, str]) -> None:
-        session_id = headers.get(h.SESSION_ID)
-        if session_id is None or self.settings.stateless:
-            raise HTTPFailure(405, "DELETE needs a legacy session", headers=[(b"allow", b"POST")])
-        session = await self._session_for(session_id)
-        if session is None:
-            raise HTTPFailure(404, "Session not found")
-        if self.shared is not None:
-            await self.shared.delete(session)
-        self.sessions.remove(session_id)
-        await session.close()
-        await respond(send, 200)
-
 
 # -- helpers --------------------------------------------------------------------------
 
@@ -661,14 +376,5 @@ def _notification_meta(message: jsonrpc.Message) -> dict[str, Any] | None:
     return peek.meta if peek.meta is not UNSET else None
 
 
-def served(engine: Engine[Any]) -> ServedConnection:
-    """The per-connection state behind an engine made by :meth:`ServedApp.connect`."""
-    return cast("ServedConnection", engine.dispatcher)
-
-
 def _is_initialize(message: jsonrpc.Message) -> bool:
     return isinstance(message, Request) and message.method == "initialize"
-
-
-def _id_of(message: jsonrpc.Message) -> int | str | None:
-    return message.id if isinstance(message, Request | Response | ErrorResponse) else None
