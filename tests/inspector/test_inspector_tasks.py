@@ -371,6 +371,30 @@ def test_a_big_result_stays_out_of_the_event_log(inspector: RunningInspector) ->
         assert state["result"] is None and state["resultOmitted"] > size
 
 
+def test_the_panel_is_bounded(inspector: RunningInspector, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpkit.inspector import _tasks
+
+    monkeypatch.setattr(_tasks, "MAX_TRACKED", 2)
+    with inspector.client() as c:
+        assert c.post("/api/connect", json=stdio_body(TASKER)).status_code == 200
+        first = _start(c, "steps", {"count": 50})["taskId"]
+        second = _start(c, "steps", {"count": 50})["taskId"]
+        # A call's task is shown even past the bound (it exists in the server anyway) ...
+        third = _start(c, "steps", {"count": 50})["taskId"]
+        assert [t["taskId"] for t in c.get("/api/state").json()["tasks"]] == [first, second, third]
+        # ... but no more tasks are opened while every one is followed.
+        assert c.post("/api/tasks/forget", json={"taskId": third}).status_code == 200
+        res = c.post("/api/tasks/open", json={"taskId": third})
+        assert res.status_code == 429 and "forget" in res.json()["error"]["message"]
+        # Once one is no longer followed, it makes room: the oldest such goes.
+        assert c.post("/api/tasks/cancel", json={"taskId": first}).status_code == 200
+        _ended(c, first)
+        assert c.post("/api/tasks/open", json={"taskId": third}).status_code == 200
+        assert [t["taskId"] for t in c.get("/api/state").json()["tasks"]] == [second, third]
+        for task_id in (second, third):
+            assert c.post("/api/tasks/cancel", json={"taskId": task_id}).status_code == 200
+
+
 # -- eras, guards, validation --------------------------------------------------------------------
 
 
