@@ -94,16 +94,50 @@ def install_entry(host: HostKind, words: list[str], args: argparse.Namespace) ->
 
 INSTALL_USAGE = (
     "mcpkit install HOST FILE.py --name NAME   |   mcpkit install HOST --name NAME -- COMMAND ARGS...   |   "
-    "mcpkit install HOST https://... --name NAME"
+    "mcpkit install HOST https://... --name NAME   |   mcpkit install HOST --server SERVER ARGS..."
 )
+
+
+def server_entry_for(host: HostKind, args: argparse.Namespace, console: Console) -> dict[str, Any]:
+    """The entry for ``--server NAME ARGS...``: ``<this python> -m mcpkit serve NAME ARGS...``."""
+    from ._servers import missing_packages, server_available, server_command
+
+    if args.words or args.command_argv:
+        raise CLIError(
+            "give FILE.py, a URL, a command after -- or --server NAME, not several",
+            EXIT_USAGE,
+            hint=INSTALL_USAGE,
+        )
+    if args.header:
+        raise CLIError("--header applies to a URL, not to a reference server", EXIT_USAGE)
+    argv = server_command(args.server, args.server_args)
+    if not server_available(args.server):
+        raise CLIError(
+            f"the {args.server} server is not part of this mcpkit installation",
+            EXIT_ERROR,
+            hint="upgrade mcpkit: pip install -U mcpkit",
+        )
+    missing = missing_packages(args.server)
+    if missing:
+        console.warn(
+            f"the {args.server} server may need packages that are not installed ({', '.join(missing)}): "
+            f"pip install 'mcpkit[servers-{args.server}]'"
+        )
+    return host.entry(command=argv[0], args=argv[1:], env=parse_env(args.env))
 
 
 def cmd_install(args: argparse.Namespace, console: Console) -> int:
     host = HOSTS[args.host]
     words = list(args.words) + list(args.command_argv or [])
-    if args.words and args.command_argv:
-        raise CLIError("give FILE.py or a command after --, not both", EXIT_USAGE, hint=INSTALL_USAGE)
-    entry = install_entry(host, words, args)
+    if args.server is not None:
+        entry = server_entry_for(host, args, console)
+        args.name = args.name or args.server
+    else:
+        if args.name is None:
+            raise CLIError("--name is required", EXIT_USAGE, hint=INSTALL_USAGE)
+        if args.words and args.command_argv:
+            raise CLIError("give FILE.py or a command after --, not both", EXIT_USAGE, hint=INSTALL_USAGE)
+        entry = install_entry(host, words, args)
     doc = _document(host, args)
     servers = doc.servers(host) or {}
     previous = servers.get(args.name)

@@ -22,6 +22,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PROTOCOL",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "CLIError",
     "Console",
@@ -34,6 +35,7 @@ EXIT_USAGE = 2  # bad command line, unknown target
 EXIT_CONNECT = 3  # could not connect / connection lost
 EXIT_PROTOCOL = 4  # the server answered with an error, or a tool reported isError
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # SIGTERM during a task call (after cancelling the task)
 
 _KINDS = {
     EXIT_ERROR: "error",

@@ -106,6 +106,9 @@ def _usage_hint(args: argparse.Namespace) -> str:
         "call": "mcpkit call TARGET TOOL [key=value ...]   or   mcpkit call TOOL [key=value ...] -- COMMAND",
         "read": "mcpkit read TARGET URI   or   mcpkit read URI -- COMMAND ...",
         "prompt": "mcpkit prompt TARGET NAME [key=value ...]   or   mcpkit prompt NAME ... -- COMMAND ...",
+        "task get": "mcpkit task get URL TASK_ID",
+        "task cancel": "mcpkit task cancel URL TASK_ID",
+        "task wait": "mcpkit task wait URL TASK_ID",
     }.get(args.cmd, "")
 
 
@@ -373,19 +376,33 @@ async def _call(
         schema = next((tool.input_schema for tool in tools if tool.name == name), None)
         arguments = {**base, **parse_pairs(pairs, json_values=True, schema=schema)}
         async with Spinner(console, f"calling {name}") as spinner:
+            from ._tasks import TaskLine, follow, start_call
 
             async def progress(done: float, total: float | None, message: str | None) -> None:
                 shown = f"{done:g}/{total:g}" if total else f"{done:g}"
                 spinner.update(f"calling {name}: {shown}" + (f" {message}" if message else ""))
 
+            line = TaskLine(console, spinner, f"calling {name}", target)
             try:
-                result = await _user_paced(
+                # The user's time is held off the deadline until the server answers; a task
+                # then takes as long as it takes (each of its requests bounded by --timeout).
+                answer = await _user_paced(
                     client,
                     asker,
                     "tools/call",
-                    lambda: client.call_tool(
-                        name, arguments, timeout=None if asker else args.timeout, progress=progress
+                    lambda: start_call(
+                        client,
+                        name,
+                        arguments,
+                        line,
+                        timeout=None if asker else args.timeout,
+                        progress=progress,
                     ),
+                )
+                result = (
+                    answer
+                    if isinstance(answer, t.CallToolResult)
+                    else await follow(answer, cancel_on_exit=True)
                 )
             except CLIError:
                 raise
@@ -399,23 +416,36 @@ async def _call(
                         f"did you mean {' or '.join(close)}?" if close else f"tools: {', '.join(known)}"
                     )
                 raise err from None
-    failed = result.is_error is True
+    return show_tool_result(console, f"tool {name}", result)
+
+
+def show_tool_result(console: Console, what: str, result: t.CallToolResult) -> int:
+    """A tool's result on stdout (as JSON with ``--json``); ``isError`` exits with 4, its text on stderr."""
+    from ..protocol import types as t
+
     if console.json_mode:
         console.emit_json(msgspec.to_builtins(result))
-    if failed:
+    if result.is_error is True:
         text = "\n".join(b.text for b in result.content if isinstance(b, t.TextContent)).strip()
-        err = CLIError(f"tool {name} reported an error: {text or '(no message)'}", EXIT_PROTOCOL)
+        err = CLIError(f"{what} reported an error: {text or '(no message)'}", EXIT_PROTOCOL)
         err.result_written = console.json_mode
         raise err
     if not console.json_mode:
-        shown = [render_block(console, block) for block in result.content]
-        if not any(isinstance(b, t.TextContent) for b in result.content) and (
-            result.structured_content is not msgspec.UNSET
-        ):
-            shown.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
-        for text in shown:
+        for text in result_texts(console, result):
             console.print(text)
     return EXIT_OK
+
+
+def result_texts(console: Console, result: t.CallToolResult) -> list[str]:
+    """A tool result's content blocks as text (its structured content when it has no text)."""
+    from ..protocol import types as t
+
+    shown = [render_block(console, block) for block in result.content]
+    if not any(isinstance(b, t.TextContent) for b in result.content) and (
+        result.structured_content is not msgspec.UNSET
+    ):
+        shown.append(json.dumps(result.structured_content, indent=2, ensure_ascii=False))
+    return shown
 
 
 # -- read --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Exit codes: 0 success, 1 other errors (config files, file system), 2 usage
 (bad command line, unknown target), 3 connection failed or lost, 4 the server
 answered with an error (a protocol error, or a tool result with ``isError``),
-130 interrupted.
+130 interrupted, 143 terminated (SIGTERM while ``mcpkit call`` follows a task,
+which it cancels first).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ _NO_COMMAND = {
 # -- the parser ----------------------------------------------------------------------
 
 EPILOG = """\
-targets (list, call, read, prompt, inspect):
+targets (list, call, read, prompt, inspect; task: URLs and NAMEs of URLs only):
   http(s)://HOST/PATH        a Streamable HTTP endpoint (falls back to HTTP+SSE)
   FILE.py[:OBJECT]           a Python server file, run with this interpreter over stdio
   -- COMMAND ARGS...         any stdio server command, after everything else
@@ -111,7 +112,10 @@ examples:
   mcpkit call server.py add a=1 b=2
   mcpkit call echo message=hi -- npx -y @modelcontextprotocol/server-everything
   mcpkit read https://example.com/mcp config://app --header 'Authorization: Bearer TOKEN'
+  mcpkit task get http://127.0.0.1:8000/mcp TASK_ID
+  mcpkit serve filesystem ~/Documents --read-only
   mcpkit install claude-desktop server.py --name weather
+  mcpkit install claude-desktop --name docs --server filesystem ~/Documents --read-only
   mcpkit config check ~/.cursor/mcp.json
   mcpkit gateway .mcp.json --transport http --port 8000 --deny mcp__github__delete_repo
 
@@ -138,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     # The order here is the order of `mcpkit --help`.
     for add in (
         _add_run,
+        _add_serve,
         _add_list,
         _add_call,
+        _add_task,
         _add_read,
         _add_prompt,
         _add_inspect,
@@ -167,13 +173,14 @@ def _add_env(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE", help=help)
 
 
-def _client_options(p: argparse.ArgumentParser, *, one_shot: bool = True) -> None:
+def _client_options(p: argparse.ArgumentParser, *, one_shot: bool = True, stdio: bool = True) -> None:
     """The options of a command that connects to TARGET.
 
     Where to find it and how to reach it (``--config``, ``--protocol``, ``-H``,
-    ``-e``); and, for the one-shot commands (list, call, read, prompt),
+    ``-e``); and, for the one-shot commands (list, call, read, prompt, task),
     ``--transport``, ``--timeout``, ``-v`` and ``--json`` too. The inspector
-    chooses those on its page instead.
+    chooses those on its page instead. Without ``stdio`` (the task commands,
+    which reach servers by URL only) there is no ``-e``.
     """
     p.add_argument(
         "--config", metavar="FILE", help="host config file to find NAME targets in (default ./.mcp.json)"
@@ -184,7 +191,10 @@ def _client_options(p: argparse.ArgumentParser, *, one_shot: bool = True) -> Non
         help="auto (default), legacy, modern, or a revision such as 2025-06-18",
     )
     _add_header(p, "HTTP header for URL targets (repeatable)")
-    _add_env(p, "environment for stdio servers (repeatable)")
+    if stdio:
+        _add_env(p, "environment for stdio servers (repeatable)")
+    else:
+        p.set_defaults(env=[])
     if not one_shot:
         return
     p.add_argument(
@@ -257,6 +267,26 @@ def _add_run(commands: Commands) -> None:
     run.set_defaults(func=_run)
 
 
+def _server_names() -> str:
+    from ..servers import SERVERS
+
+    return ", ".join(SERVERS)
+
+
+def _add_serve(commands: Commands) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help=f"run a reference server: {_server_names()}",
+        usage="mcpkit serve NAME [ARGS...]",
+        description=f"Run one of mcpkit's reference servers ({_server_names()}), over stdio unless its "
+        "ARGS say otherwise; the same as python -m mcpkit.servers.NAME ARGS... Everything after NAME "
+        "is the server's own command line: mcpkit serve NAME --help shows it. Servers with more "
+        "dependencies than mcpkit have an extra: pip install 'mcpkit[servers-NAME]'.",
+    )
+    serve.add_argument("name", metavar="NAME", help=f"the server: {_server_names()}")
+    serve.set_defaults(func=_lazy("_servers", "cmd_serve"), server_args=[])
+
+
 # -- using a server: list, call, read, prompt, inspect ------------------------------------
 
 
@@ -280,7 +310,10 @@ def _add_call(commands: Commands) -> None:
         "tags='[\"a\"]'), else strings (a property the tool declares as a string stays a string). "
         "A tool result with isError exits with 4 and its text on stderr. When the tool asks the user "
         "for input (elicitation), a terminal on stdin answers it with a form; the current directory is "
-        "offered as the client's roots.",
+        "offered as the client's roots. When the server runs the call as a task, its id is printed on "
+        "stderr at once, then its status as it changes (in place on a terminal); the task's questions "
+        "are answered with the same form; Ctrl+C cancels the task (tasks/cancel) before exiting. "
+        "--timeout bounds each request, not the task: a task takes as long as it takes.",
     )
     _add_words(call)
     call.add_argument(
@@ -289,6 +322,55 @@ def _add_call(commands: Commands) -> None:
     _add_no_input(call)
     _client_options(call)
     call.set_defaults(func=_lazy("_use", "cmd_call"))
+
+
+_TASK_TARGETS = (
+    "TARGET is the server's http(s):// URL (or the NAME of such a server in --config): a task lives "
+    "in the server process that made it (or in the Redis its workers share), so it outlives the "
+    "connection that started it, but a stdio server's tasks end with the process, which no other "
+    "command can reach. Tasks are the 2026-07-28 era's (the io.modelcontextprotocol/tasks extension)."
+)
+
+
+def _add_task(commands: Commands) -> None:
+    task = commands.add_parser(
+        "task",
+        help="check on, wait for or cancel a task by its id (HTTP servers)",
+        description="A tool call the server runs as a task can be looked at, waited for and cancelled "
+        "later, from any process, with the task's id (mcpkit call prints it). " + _TASK_TARGETS,
+    )
+    actions = task.add_subparsers(dest="task_cmd", metavar="ACTION", required=True, parser_class=_Parser)
+    get = actions.add_parser(
+        "get",
+        help="show a task: status, status message; its result or error once ended",
+        usage="mcpkit task get TARGET TASK_ID [options]",
+        description="Show a task (tasks/get): its status and status message; once it has ended, its "
+        "result (completed) or error (failed); while it waits for input, its questions. Exits 0 "
+        "whatever the status; --json prints the task as the server sent it. " + _TASK_TARGETS,
+    )
+    cancel = actions.add_parser(
+        "cancel",
+        help="cancel a task",
+        usage="mcpkit task cancel TARGET TASK_ID [options]",
+        description="Cancel a task (tasks/cancel) and show its status after. Cancellation is "
+        "cooperative: the task ends cancelled, or completed or failed if it finished first; "
+        "cancelling an ended task changes nothing. " + _TASK_TARGETS,
+    )
+    wait = actions.add_parser(
+        "wait",
+        help="follow a task to its end and print its result, answering its questions",
+        usage="mcpkit task wait TARGET TASK_ID [options]",
+        description="Follow a task to its end, showing its status as it changes, and print its result "
+        "as mcpkit call does (same output, same exit codes). The task's questions are answered with "
+        "a form when stdin is a terminal. Ctrl+C stops waiting and leaves the task running (mcpkit "
+        "task cancel stops it). " + _TASK_TARGETS,
+    )
+    for action, name in ((get, "get"), (cancel, "cancel"), (wait, "wait")):
+        _add_words(action)
+        if action is wait:
+            _add_no_input(action)
+        _client_options(action, stdio=False)
+        action.set_defaults(func=_lazy("_tasks", f"cmd_task_{name}"))
 
 
 def _add_read(commands: Commands) -> None:
@@ -334,14 +416,25 @@ def _add_install(commands: Commands) -> None:
     install = commands.add_parser(
         "install",
         help="add a server to a host's config file",
-        usage="mcpkit install HOST (FILE.py[:OBJECT] | URL | -- COMMAND ...) --name NAME [options]",
+        usage="mcpkit install HOST (FILE.py[:OBJECT] | URL | -- COMMAND ...) --name NAME [options]\n"
+        "       mcpkit install HOST [--name NAME] [options] --server SERVER [ARGS...]",
         description="Add a server to Claude Desktop, Claude Code, Cursor or VS Code. A FILE.py becomes "
-        "`<this python> -m mcpkit run /absolute/FILE.py`. Every other entry and key of the file is kept; "
+        "`<this python> -m mcpkit run /absolute/FILE.py`; a reference server (--server) becomes "
+        "`<this python> -m mcpkit serve SERVER ARGS...`, where an ARG naming an existing file or "
+        "directory is written as an absolute path. Every other entry and key of the file is kept; "
         "the previous file is backed up next to it first.",
     )
     _add_host(install)
     _add_words(install)
-    install.add_argument("--name", required=True, help="the server's name in the host")
+    install.add_argument(
+        "--name", help="the server's name in the host (required, except with --server: SERVER by default)"
+    )
+    install.add_argument(
+        "--server",
+        metavar="SERVER",
+        help=f"a reference server ({_server_names()}); everything after SERVER is its ARGS (as for "
+        "mcpkit serve), so put install's own options before --server",
+    )
     _add_env(install, "environment (repeatable)")
     _add_header(install, "HTTP header for a URL")
     install.add_argument(
@@ -354,7 +447,7 @@ def _add_install(commands: Commands) -> None:
     )
     install.add_argument("--force", action="store_true", help="replace an existing entry of that name")
     _add_json(install)
-    install.set_defaults(func=_lazy("_manage", "cmd_install"))
+    install.set_defaults(func=_lazy("_manage", "cmd_install"), server_args=[])
 
 
 def _add_uninstall(commands: Commands) -> None:
@@ -458,13 +551,38 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
     return argv[:cut], argv[cut + 1 :]
 
 
+def split_server_args(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """The words for mcpkit's parser, and a reference server's own arguments (None: none).
+
+    ``mcpkit serve NAME ARGS...`` and ``mcpkit install ... --server NAME ARGS...``
+    pass ARGS untouched to the server (``--help``, ``--read-only``, ``--`` included):
+    they are cut here, before the parser would read them as mcpkit's options.
+    """
+    argv = list(argv)
+    if argv[:1] == ["serve"]:
+        if len(argv) >= 2 and not argv[1].startswith("-"):
+            return argv[:2], argv[2:]
+        return argv, None
+    if argv[:1] == ["install"]:
+        end = argv.index("--") if "--" in argv else len(argv)
+        for i, word in enumerate(argv[:end]):
+            if word.startswith("--server="):
+                return argv[: i + 1], argv[i + 1 :]
+            if word == "--server" and i + 1 < end:
+                return argv[: i + 2], argv[i + 2 :]
+    return argv, None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    head, command = split_command(sys.argv[1:] if argv is None else argv)
+    words, server_args = split_server_args(sys.argv[1:] if argv is None else argv)
+    head, command = split_command(words)
     json_mode = "--json" in head
     console = Console(json_mode=json_mode)
     try:
         args = parse(build_parser(), head)
         args.command_argv = command
+        if server_args is not None:
+            args.server_args = server_args
         console = Console(json_mode=bool(getattr(args, "json", False)), prog=f"mcpkit {args.cmd}")
         return int(args.func(args, console))
     except CLIError as exc:

@@ -1,0 +1,154 @@
+"""The reference servers from the command line: ``mcpkit serve NAME ARGS...`` and the
+host entry ``mcpkit install HOST --server NAME ARGS...`` writes.
+
+The servers live in :mod:`mcpkit.servers` (the registry ``SERVERS`` names them),
+each a module with ``main(argv) -> int``. They are imported only when asked for:
+``mcpkit serve`` stays as light as the server it runs, and a server whose extra is
+not installed fails with the extra to install, not a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import importlib.metadata
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from ._output import EXIT_ERROR, EXIT_USAGE, CLIError, Console
+
+__all__ = ["cmd_serve", "server_command"]
+
+_DIST = "mcpkit"
+
+
+def _servers() -> dict[str, str]:
+    from ..servers import SERVERS
+
+    return dict(SERVERS)
+
+
+def check_name(name: str) -> str:
+    """The module of the reference server ``name``; a usage error naming the servers otherwise."""
+    servers = _servers()
+    if name in servers:
+        return servers[name]
+    close = difflib.get_close_matches(name, list(servers), n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise CLIError(
+        f"no reference server named {name!r}", EXIT_USAGE, hint=f"{hint}mcpkit serves {', '.join(servers)}"
+    )
+
+
+def extra_for(name: str) -> str | None:
+    """``servers-NAME`` when mcpkit declares that extra (the server needs more than mcpkit)."""
+    try:
+        extras = importlib.metadata.metadata(_DIST).get_all("Provides-Extra") or []
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        return f"servers-{name}"
+    return f"servers-{name}" if f"servers-{name}" in extras else None
+
+
+def missing_packages(name: str) -> list[str]:
+    """The packages of the ``servers-NAME`` extra that are not installed (none when mcpkit's
+    own metadata cannot be read, e.g. run from a source tree)."""
+    extra = extra_for(name)
+    try:
+        requires = importlib.metadata.requires(_DIST) or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    missing: list[str] = []
+    for requirement in requires:
+        spec, _, marker = requirement.partition(";")
+        if extra is None or f'extra == "{extra}"' not in marker.replace("'", '"'):
+            continue
+        package = spec.strip().split("[")[0]
+        for sep in "<>=!~ (":
+            package = package.split(sep)[0]
+        try:
+            importlib.metadata.distribution(package)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(package)
+    return missing
+
+
+def _install_hint(name: str, module: str | None) -> str:
+    extra = extra_for(name)
+    if extra is not None:
+        return f"pip install 'mcpkit[{extra}]'"
+    return f"pip install {module}" if module else "reinstall mcpkit"
+
+
+def load_server(name: str) -> Callable[[list[str]], int]:
+    """The ``main`` of the reference server ``name``, imported now."""
+    module_name = check_name(name)
+    try:
+        module: ModuleType = importlib.import_module(module_name)
+    except ImportError as exc:
+        missing = exc.name or ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            raise CLIError(
+                f"the {name} server is not part of this mcpkit installation ({exc})",
+                EXIT_ERROR,
+                hint="upgrade mcpkit: pip install -U mcpkit",
+            ) from None
+        raise CLIError(
+            f"the {name} server needs a package that is not installed ({exc})",
+            EXIT_ERROR,
+            hint=_install_hint(name, missing.split(".")[0] or None),
+        ) from None
+    main = getattr(module, "main", None)
+    if not callable(main):
+        raise CLIError(f"{module_name} has no main(argv): it cannot be served", EXIT_ERROR)
+    return main  # type: ignore[no-any-return]
+
+
+def cmd_serve(args: argparse.Namespace, console: Console) -> int:
+    """``mcpkit serve NAME ARGS...``: the server's ``main(ARGS)``, its exit status ours.
+
+    Nothing is written on stdout before the server starts: over stdio it is the
+    protocol's channel.
+    """
+    main = load_server(args.name)
+    argv = list(args.server_args)
+    try:
+        return int(main(argv) or 0)
+    except ImportError as exc:
+        # A package the server imports only when it needs it (its extra is not installed).
+        raise CLIError(
+            f"the {args.name} server needs a package that is not installed ({exc})",
+            EXIT_ERROR,
+            hint=_install_hint(args.name, (exc.name or "").split(".")[0] or None),
+        ) from None
+
+
+def server_command(name: str, server_args: Sequence[str], cwd: Path | None = None) -> list[str]:
+    """The command a host runs for ``mcpkit serve NAME ARGS...``: this interpreter (the one that
+    has mcpkit, and its extras) with ``-m mcpkit serve``, as ``mcpkit install`` writes ``FILE.py``
+    entries. Hosts start servers in a directory of their own choosing, so an argument naming an
+    existing file or directory relative to ``cwd`` is written as an absolute path."""
+    check_name(name)
+    here = cwd or Path.cwd()
+    out: list[str] = []
+    for arg in server_args:
+        path = Path(arg).expanduser()
+        if arg and not arg.startswith("-") and not path.is_absolute() and (here / path).exists():
+            out.append(str((here / path).resolve()))
+        elif arg.startswith("~") and path.exists():
+            out.append(str(path.resolve()))
+        else:
+            out.append(arg)
+    return [sys.executable, "-m", "mcpkit", "serve", name, *out]
+
+
+def server_available(name: str) -> bool:
+    """Whether the module of the reference server ``name`` is installed."""
+    module = check_name(name)
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
