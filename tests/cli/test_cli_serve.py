@@ -153,6 +153,18 @@ def test_install_server_with_a_name_json_env_and_errors(tmp_path: Path) -> None:
     }, r
     assert json.loads(config.read_text())["mcpServers"]["web"] == entry
 
+    # The server's own parser checks ARGS before anything is written: an option of install's
+    # put after --server NAME is the server's, and refused as such.
+    before = config.read_text()
+    r = run(
+        "install", "cursor", "--path", str(config), "--server", "filesystem", str(tmp_path), "--name", "d"
+    )
+    assert r.code == 2, r
+    assert "the filesystem server's arguments: unrecognized arguments: --name d" in r.stderr, r
+    assert "go before --server" in r.stderr, r
+    r = run("install", "cursor", "--path", str(config), "--server", "filesystem", ".", "--max-depth", "lots")
+    assert r.code == 2 and "--max-depth: not a number: 'lots'" in r.stderr, r
+    assert config.read_text() == before
     r = run("install", "cursor", "--path", str(config), "--server", "filesys", str(tmp_path))
     assert r.code == 2 and "no reference server named 'filesys'" in r.stderr, r
     r = run("install", "cursor", str(ROOT / "examples" / "everything_server.py"), "--path", str(config),

@@ -218,7 +218,7 @@ def test_interrupting_a_task_call_cancels_the_task(
 
 def test_task_get_wait_and_cancel_by_id_from_other_processes(url: str, background: type[Background]) -> None:
     # Started by a call that goes away without cancelling it (killed): the task goes on.
-    call = background("call", url, "slow_compute", "seconds=2", "label=late")
+    call = background("call", url, "slow_compute", "seconds=5", "label=late")
     task_id = call.wait_for(_STARTED)[1]
     call.kill()
 
@@ -229,14 +229,14 @@ def test_task_get_wait_and_cancel_by_id_from_other_processes(url: str, backgroun
     assert f"mcpkit task wait {url} {task_id} follows it to its end" in r.stderr, r
 
     r = run("task", "wait", url, task_id)
-    assert (r.code, r.stdout) == (0, "computed late after 2s\n"), r
+    assert (r.code, r.stdout) == (0, "computed late after 5s\n"), r
     assert f"task {task_id}: completed" in r.stderr, r
 
     r = run("task", "get", url, task_id)
     assert r.code == 0, r
-    assert "status\tcompleted" in r.stdout and r.stdout.endswith("\ncomputed late after 2s\n"), r
+    assert "status\tcompleted" in r.stdout and r.stdout.endswith("\ncomputed late after 5s\n"), r
     r = run("task", "wait", url, task_id, "--json")  # an ended task: its result at once
-    assert r.code == 0 and r.json()["content"][0]["text"] == "computed late after 2s", r
+    assert r.code == 0 and r.json()["content"][0]["text"] == "computed late after 5s", r
 
     # Cancelled from another process, while its call waits: the call ends with the cancellation.
     call = background("call", url, "slow_compute", "seconds=600")

@@ -100,7 +100,7 @@ INSTALL_USAGE = (
 
 def server_entry_for(host: HostKind, args: argparse.Namespace, console: Console) -> dict[str, Any]:
     """The entry for ``--server NAME ARGS...``: ``<this python> -m mcpkit serve NAME ARGS...``."""
-    from ._servers import missing_packages, server_available, server_command
+    from ._servers import check_args, missing_packages, server_available, server_command
 
     if args.words or args.command_argv:
         raise CLIError(
@@ -117,6 +117,7 @@ def server_entry_for(host: HostKind, args: argparse.Namespace, console: Console)
             EXIT_ERROR,
             hint="upgrade mcpkit: pip install -U mcpkit",
         )
+    check_args(args.server, args.server_args)
     missing = missing_packages(args.server)
     if missing:
         console.warn(

@@ -10,10 +10,12 @@ not installed fails with the extra to install, not a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import importlib
 import importlib.metadata
 import importlib.util
+import io
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +23,7 @@ from types import ModuleType
 
 from ._output import EXIT_ERROR, EXIT_USAGE, CLIError, Console
 
-__all__ = ["cmd_serve", "server_command"]
+__all__ = ["check_args", "cmd_serve", "server_command"]
 
 _DIST = "mcpkit"
 
@@ -143,6 +145,37 @@ def server_command(name: str, server_args: Sequence[str], cwd: Path | None = Non
         else:
             out.append(arg)
     return [sys.executable, "-m", "mcpkit", "serve", name, *out]
+
+
+def check_args(name: str, server_args: Sequence[str]) -> None:
+    """Refuse ARGS the server's own parser refuses, before they go into a host's file (where
+    the mistake would show only when the host starts the server). A server module without a
+    ``build_parser()``, or one that cannot be imported here, is not checked."""
+    try:
+        module = importlib.import_module(check_name(name))
+    except ImportError:
+        return
+    build = getattr(module, "build_parser", None)
+    if not callable(build):
+        return
+    parser = build()
+    if not isinstance(parser, argparse.ArgumentParser):
+        return
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_args(list(server_args))
+    except SystemExit as exc:
+        lines = [line for line in said.getvalue().splitlines() if line.strip()]
+        problem = lines[-1].split(": error: ", 1)[-1] if lines else "it only prints its help"
+        if exc.code == 0:
+            problem = "it only prints its help (--help)"
+        raise CLIError(
+            f"the {name} server's arguments: {problem}",
+            EXIT_USAGE,
+            hint=f"mcpkit serve {name} --help shows them; install's own options (--name, --path, --scope, "
+            "--force, --json, -e) go before --server",
+        ) from None
 
 
 def server_available(name: str) -> bool:

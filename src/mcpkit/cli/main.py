@@ -433,7 +433,8 @@ def _add_install(commands: Commands) -> None:
         "--server",
         metavar="SERVER",
         help=f"a reference server ({_server_names()}); everything after SERVER is its ARGS (as for "
-        "mcpkit serve), so put install's own options before --server",
+        "mcpkit serve), checked against its own options before anything is written, so put install's "
+        "own options before --server",
     )
     _add_env(install, "environment (repeatable)")
     _add_header(install, "HTTP header for a URL")
