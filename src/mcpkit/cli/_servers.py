@@ -17,9 +17,10 @@ import importlib.metadata
 import importlib.util
 import io
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Protocol
 
 from ._output import EXIT_ERROR, EXIT_USAGE, CLIError, Console
 
@@ -85,7 +86,13 @@ def _install_hint(name: str, module: str | None) -> str:
     return f"pip install {module}" if module else "reinstall mcpkit"
 
 
-def load_server(name: str) -> Callable[[list[str]], int]:
+class ServerMain(Protocol):
+    """A reference server's entry point: its command line in, its exit status out."""
+
+    def __call__(self, argv: list[str], *, prog: str | None = None) -> int: ...
+
+
+def load_server(name: str) -> ServerMain:
     """The ``main`` of the reference server ``name``, imported now."""
     module_name = check_name(name)
     try:
@@ -118,7 +125,7 @@ def cmd_serve(args: argparse.Namespace, console: Console) -> int:
     main = load_server(args.name)
     argv = list(args.server_args)
     try:
-        return int(main(argv) or 0)
+        return int(main(argv, prog=f"mcpkit serve {args.name}") or 0)
     except ImportError as exc:
         # A package the server imports only when it needs it (its extra is not installed).
         raise CLIError(

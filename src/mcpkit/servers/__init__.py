@@ -9,7 +9,8 @@ from __future__ import annotations
 
 __all__ = ["SERVERS"]
 
-#: Name -> module of every reference server (each module has ``main(argv) -> int``).
+#: Name -> module of every reference server (each has ``main(argv, *, prog=None) -> int``;
+#: ``prog`` names the command in its usage and help).
 SERVERS: dict[str, str] = {
     "filesystem": "mcpkit.servers.filesystem",
     "sql": "mcpkit.servers.sql",

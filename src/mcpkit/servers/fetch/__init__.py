@@ -63,10 +63,10 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``python -m mcpkit.servers.fetch`` (and ``mcpkit serve fetch``)."""
     parser = argparse.ArgumentParser(
-        prog="python -m mcpkit.servers.fetch",
+        prog=prog or "python -m mcpkit.servers.fetch",
         description="An MCP server that fetches web pages and returns them as Markdown (tool and prompt "
         "'fetch', compatible with mcp-server-fetch). Only public addresses are fetched unless "
         "--allow-host or --allow-private say otherwise; every redirect is checked the same way.",
@@ -156,9 +156,9 @@ def settings_from_args(args: argparse.Namespace) -> FetchSettings:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """Parse the command line, build the server and serve it (stdio by default); the exit status."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         import bs4  # noqa: F401

@@ -98,10 +98,10 @@ def _positive(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``python -m mcpkit.servers.filesystem``."""
     parser = argparse.ArgumentParser(
-        prog="python -m mcpkit.servers.filesystem",
+        prog=prog or "python -m mcpkit.servers.filesystem",
         description=(
             "The mcpkit filesystem MCP server: the tools of @modelcontextprotocol/server-filesystem, "
             "confined to the allowed directories (no .., symlink, hard-link or swapped-symlink escape)."
@@ -186,9 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
     """Run the server from a command line (``sys.argv[1:]`` by default); returns the exit status."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
     usable: list[str] = []

@@ -77,11 +77,11 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], int | float]:
     return parse
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``python -m mcpkit.servers.sql`` (and ``mcpkit serve sql``)."""
     defaults = Limits()
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog or PROG,
         description=(
             "An MCP server for a PostgreSQL or SQLite database, read-only unless --allow-write: "
             "one statement per call, checked by a SQL parser, run in a READ ONLY transaction "
@@ -151,10 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """Run the sql server with the command line ``argv`` (default ``sys.argv[1:]``);
     returns the exit status."""
-    parser = build_parser()
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     url = args.database_url or os.environ.get("DATABASE_URL")
     if not url:
