@@ -2,25 +2,383 @@
 
 ``GET /sse`` opens a session whose first event, ``endpoint``, names the URL to
 POST messages to; every server message then arrives on that one stream.
+
+The answer to a request that sent messages of its own (progress, log
+messages) reaches the client only after the client has *read* them. The
+TypeScript SDK's ``SSEClientTransport`` parses every event of one socket read
+in one go: it handles a response as soon as it is parsed, and a notification a
+microtask later, so a ``notifications/progress`` read together with its
+request's response finds its token gone and is dropped ("unknown token";
+basic/utilities/progress: a token belongs to a request in progress only).
+Separate writes are not enough (its fetch body joins whatever the socket
+holds), so the answer waits until the kernel says the client has read what
+came before it (see :class:`_KernelReads`). Answers of requests that sent
+nothing go out as before, in order, without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import contextlib
+import errno
+import ipaddress
+import math
+import socket
+import struct
+import sys
+from collections import deque
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs
 
 from ...protocol import jsonrpc
-from ...protocol.errors import INVALID_REQUEST, ProtocolError
+from ...protocol.errors import INVALID_REQUEST, MCPError, ProtocolError
+from ...session.channel import RequestId
 from .asgi import HTTPFailure, Receive, Scope, Send, read_body, respond
 from .principal import current_principal as _principal
-from .sessions import LegacyHTTPSession, new_session_id
-from .streams import pump_sse
+from .sessions import LegacyHTTPSession, RoutingChannel, new_session_id
+from .streams import SSE_HEADERS, ResponseStream, sse_event
 
 if TYPE_CHECKING:
     from .app import StreamableHTTPApp
 
 __all__ = ["LegacySSE"]
+
+# A held answer is looked at again every millisecond (the event loop's timer resolution)
+# and, once it has waited a second, every 10 ms. (A busy client takes milliseconds to read:
+# looking on every loop turn meanwhile would cost CPU and gain next to nothing.)
+_HOLD_POLL_S = 0.001
+_HOLD_SLOW_AFTER_S = 1.0
+_HOLD_SLOW_POLL_S = 0.01
+# A client that has not read a held answer's messages for this long is stalled (or the
+# kernel's counts mislead): the answer goes anyway rather than never.
+_HOLD_MAX_S = 5.0
+# When the server ends the stream (shutdown), held answers get this long to go out in order.
+_HOLD_CLOSE_S = 1.0
+# Without the kernel's counts (not Linux, no sock_diag, not TCP), an answer goes this long
+# after it is due, when its request's messages have most likely been read.
+_GAP_S = 0.005
+# Past this many requests with messages and no answer yet (a cancelled request is not
+# answered), the oldest is forgotten: its answer, if it ever comes, is not held.
+_NOTING_LIMIT = 256
+
+
+class _StreamChannel(RoutingChannel):
+    """The session's outbound side: every message on the one stream, in order.
+
+    Remembers which requests sent messages of their own, and marks their
+    answers (by the answer's sequence number on the stream, in ``answers``) for
+    the pump to hold until the client has read what came before.
+    """
+
+    def __init__(self, owner: LegacyHTTPSession) -> None:
+        super().__init__(owner)
+        self.answers: dict[int, RequestId] = {}
+        self._noting: dict[RequestId, None] = {}
+
+    def write(self, data: bytes, related: RequestId | None = None) -> None:
+        self.owner.standalone.push(data)
+        if related is not None:
+            noting = self._noting
+            noting[related] = None
+            if len(noting) > _NOTING_LIMIT:
+                del noting[next(iter(noting))]
+
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
+        stream = self.owner.standalone
+        stream.push(data)
+        noting = self._noting
+        if noting and request_id is not None and request_id in noting:
+            del noting[request_id]
+            if not stream.closed:
+                self.answers[stream.seq] = request_id
+
+
+# -- what the client has read ---------------------------------------------------------------
+
+# linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLMSG_ERROR = 2
+_NLM_F_REQUEST = 1
+_INET_DIAG_INFO = 2
+_NO_COOKIE = 0xFFFFFFFF
+_NLMSG = struct.Struct("=IHHII")
+_REQUEST = struct.Struct("=BBBBI")
+# In struct inet_diag_msg: idiag_rqueue (TCP: received, not read) and idiag_wqueue (TCP:
+# written, not acknowledged), after family/state/timer/retrans, the 48-byte id and expires.
+_QUEUES = struct.Struct("=II")
+_QUEUES_AT = _NLMSG.size + 4 + 48 + 4
+_ATTRS_AT = _NLMSG.size + 72
+_ATTR = struct.Struct("=HH")
+# In struct tcp_info: tcpi_bytes_acked (Linux 4.1+).
+_BYTES_ACKED = struct.Struct("=Q")
+_BYTES_ACKED_AT = 120
+
+
+class _Gone(Exception):
+    """The socket asked about no longer exists."""
+
+
+def _sockid(family: int, src: str, sport: int, dst: str, dport: int) -> bytes:
+    def raw(host: str) -> bytes:
+        packed = socket.inet_pton(family, host)
+        return packed + bytes(16 - len(packed))
+
+    return (
+        struct.pack("!HH", sport, dport)
+        + raw(src)
+        + raw(dst)
+        + struct.pack("=III", 0, _NO_COOKIE, _NO_COOKIE)
+    )
+
+
+def _endpoints(local: str, peer: str) -> tuple[int, list[int]]:
+    """The family of the server's socket, and the families the client's socket may have."""
+    a = ipaddress.ip_address(local.split("%", 1)[0])
+    b = ipaddress.ip_address(peer.split("%", 1)[0])
+    if isinstance(a, ipaddress.IPv4Address) and isinstance(b, ipaddress.IPv4Address):
+        return socket.AF_INET, [socket.AF_INET]
+    # A dual-stack server socket sees an IPv4 client as ::ffff:a.b.c.d; that client's own
+    # socket is most likely an AF_INET one.
+    mapped = isinstance(b, ipaddress.IPv6Address) and b.ipv4_mapped is not None
+    return socket.AF_INET6, [socket.AF_INET, socket.AF_INET6] if mapped else [socket.AF_INET6]
+
+
+def _unmapped(host: str, family: int) -> str:
+    address = ipaddress.ip_address(host.split("%", 1)[0])
+    if family == socket.AF_INET and isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        return str(address.ipv4_mapped)
+    return str(address)
+
+
+class _KernelReads:
+    """How much of the connection's output the client has read, as Linux's sock_diag tells.
+
+    Offsets count the bytes written to the TCP connection since it opened. A
+    ``mark`` is everything written so far (acknowledged, plus still in the
+    kernel, plus still in the server's own buffer); the client has read up to
+    at least ``bytes_acked - (its socket's unread bytes)``, which needs the
+    client's socket on this host (loopback, a local proxy). For a client
+    elsewhere, an acknowledgement is the best sign there is: the answer then
+    follows a round trip after the client's kernel had the messages.
+    """
+
+    def __init__(
+        self, diag: socket.socket, ours: tuple[int, bytes], peer: tuple[int, bytes] | None, transport: Any
+    ) -> None:
+        self._diag = diag
+        self._ours = ours
+        self._peer = peer
+        self._transport = transport
+        self._seq = 0
+
+    @classmethod
+    def open(cls, local: Any, peer: Any, transport: Any) -> _KernelReads | None:
+        """A probe for the TCP connection ``local`` -> ``peer`` (``(host, port)``); None if none can tell."""
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            host, port, peer_host, peer_port = str(local[0]), int(local[1]), str(peer[0]), int(peer[1])
+            family, peer_families = _endpoints(host, peer_host)
+        except (TypeError, ValueError, IndexError):
+            return None  # a Unix socket, or no addresses
+        try:
+            diag = socket.socket(
+                socket.AF_NETLINK, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC, _NETLINK_SOCK_DIAG
+            )
+        except OSError:
+            return None
+        diag.setblocking(False)
+        ours = (
+            family,
+            _sockid(family, _unmapped(host, family), port, _unmapped(peer_host, family), peer_port),
+        )
+        probe = cls(diag, ours, None, transport)
+        try:
+            if probe._query(*ours, True)[2] is None:
+                raise OSError("no tcp_info")  # a kernel older than 4.1
+            for peer_family in peer_families:
+                sockid = _sockid(
+                    peer_family,
+                    _unmapped(peer_host, peer_family),
+                    peer_port,
+                    _unmapped(host, peer_family),
+                    port,
+                )
+                with contextlib.suppress(_Gone):
+                    probe._query(peer_family, sockid, False)
+                    probe._peer = (peer_family, sockid)
+                    break
+        except (OSError, _Gone):
+            diag.close()
+            return None
+        return probe
+
+    def close(self) -> None:
+        self._diag.close()
+
+    def _query(self, family: int, sockid: bytes, info: bool) -> tuple[int, int, int | None]:
+        """One socket's (unread, unacknowledged, bytes acknowledged if ``info``)."""
+        self._seq = seq = (self._seq + 1) & 0xFFFFFFFF
+        body = _REQUEST.pack(
+            family, socket.IPPROTO_TCP, 1 << (_INET_DIAG_INFO - 1) if info else 0, 0, 0xFFFFFFFF
+        )
+        body += sockid
+        self._diag.send(
+            _NLMSG.pack(_NLMSG.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, seq, 0) + body
+        )
+        while True:
+            try:
+                data = self._diag.recv(65536)
+            except BlockingIOError:
+                raise OSError(errno.EAGAIN, "sock_diag did not answer") from None
+            length, kind, _, got, _ = _NLMSG.unpack_from(data)
+            if got == seq:
+                break  # an older answer left unread is skipped
+        if kind == _NLMSG_ERROR:
+            code = -struct.unpack_from("=i", data, _NLMSG.size)[0]
+            if code == errno.ENOENT:
+                raise _Gone
+            raise OSError(code, "sock_diag")
+        unread, unacked = _QUEUES.unpack_from(data, _QUEUES_AT)
+        acked = None
+        at = _ATTRS_AT
+        while info and at + _ATTR.size <= length:
+            size, kind = _ATTR.unpack_from(data, at)
+            if size < _ATTR.size:
+                break
+            if kind == _INET_DIAG_INFO and size >= _ATTR.size + _BYTES_ACKED_AT + _BYTES_ACKED.size:
+                acked = _BYTES_ACKED.unpack_from(data, at + _ATTR.size + _BYTES_ACKED_AT)[0]
+            at += (size + 3) & ~3
+        return unread, unacked, acked
+
+    def _buffered(self) -> int:
+        transport = self._transport
+        try:
+            return int(transport.get_write_buffer_size()) if transport is not None else 0
+        except Exception:  # a transport that cannot tell
+            return 0
+
+    def mark(self) -> int | None:
+        """Bytes written so far, or None if the kernel's counts moved while asked (ask again later)."""
+        family, sockid = self._ours
+        buffered = self._buffered()
+        try:
+            first = self._query(family, sockid, True)
+            second = self._query(family, sockid, True)
+        except (OSError, _Gone):
+            return 0  # the connection is gone: nothing left to order
+        if first != second or first[2] is None:
+            return None  # an acknowledgement came in between: the sum could count it twice
+        return first[2] + first[1] + buffered
+
+    def progress(self) -> float:
+        """How many bytes the client has read, at least."""
+        try:
+            acked = self._query(*self._ours, True)[2]
+            if acked is None:
+                return math.inf
+            if self._peer is None:
+                return acked
+            # Acknowledged bytes were received, so at least this many were read; the
+            # client's socket is asked second, so bytes received meanwhile cannot count.
+            return acked - self._query(*self._peer, False)[0]
+        except (OSError, _Gone):
+            return math.inf  # either socket is gone: nobody is left to read in any order
+
+
+class _TimedReads:
+    """Where the kernel cannot tell: an answer goes a short while after it was due."""
+
+    def mark(self) -> float:
+        return asyncio.get_running_loop().time() + _GAP_S
+
+    def progress(self) -> float:
+        return asyncio.get_running_loop().time()
+
+    def close(self) -> None:
+        return None
+
+
+class _Reads(Protocol):
+    """How far the client has read (``progress``), and how far it must have read (``mark``)
+    before an answer due now may go: bytes of the connection, or (when nobody can tell) time."""
+
+    def mark(self) -> float | None: ...
+
+    def progress(self) -> float: ...
+
+    def close(self) -> None: ...
+
+
+class _Held:
+    """Answers waiting for the client to read what came before them, oldest first."""
+
+    def __init__(self, send: Send, scope: Scope) -> None:
+        self._send = send
+        self._scope = scope
+        self._reads: _Reads | None = None
+        #: ``[mark or None (not taken yet), when held, event]``
+        self.entries: deque[list[Any]] = deque()
+        self._checked = 0.0
+
+    def _open(self) -> _Reads:
+        # uvicorn's send is its response cycle's method, which has the connection's transport;
+        # anything else (a middleware's wrapper, another server) leaves the ASGI scope's addresses.
+        transport = getattr(getattr(self._send, "__self__", None), "transport", None)
+        local: Any = None
+        peer: Any = None
+        if transport is not None and callable(getattr(transport, "get_extra_info", None)):
+            local, peer = transport.get_extra_info("sockname"), transport.get_extra_info("peername")
+        else:
+            transport = None
+        if local is None or peer is None:
+            local, peer = self._scope.get("server"), self._scope.get("client")
+        reads = _KernelReads.open(local, peer, transport) if local and peer else None
+        return reads if reads is not None else _TimedReads()
+
+    async def add(self, event: bytes) -> None:
+        """An answer whose request sent messages: out now if the client has read them, else held."""
+        reads = self._reads
+        if reads is None:
+            reads = self._reads = self._open()
+        mark = reads.mark()
+        if not self.entries and mark is not None and reads.progress() >= mark:
+            await self._send({"type": "http.response.body", "body": event, "more_body": True})
+            return
+        self.entries.append([mark, asyncio.get_running_loop().time(), event])
+
+    async def release(self, force: bool = False) -> None:
+        """Send every held answer whose messages the client has read (all of them if ``force``)."""
+        reads = self._reads
+        assert reads is not None
+        entries = self.entries
+        self._checked = now = asyncio.get_running_loop().time()
+        progress: float | None = None
+        while entries:
+            entry = entries[0]
+            if not force and now - entry[1] < _HOLD_MAX_S:
+                if entry[0] is None:
+                    entry[0] = reads.mark()
+                    if entry[0] is None:
+                        return
+                if progress is None:
+                    progress = reads.progress()
+                if progress < entry[0]:
+                    return
+            entries.popleft()
+            await self._send({"type": "http.response.body", "body": entry[2], "more_body": True})
+
+    def due(self) -> bool:
+        """Whether a poll interval has passed since held answers were last looked at."""
+        return asyncio.get_running_loop().time() - self._checked >= _HOLD_POLL_S
+
+    def waited(self) -> float:
+        return asyncio.get_running_loop().time() - self.entries[0][1] if self.entries else 0.0
+
+    def close(self) -> None:
+        if self._reads is not None:
+            self._reads.close()
 
 
 class LegacySSE:
@@ -69,6 +427,9 @@ class LegacySSE:
         session.conn.principal = principal
         session.single_stream = True
         session.standalone.closed = False
+        # Before any message flows: the one stream's channel, which marks the answers to hold.
+        channel = _StreamChannel(session)
+        session.channel = session.engine.channel = channel
         self.sessions[session.id] = session
         shared = self.app.shared
         if shared is not None:
@@ -76,16 +437,14 @@ class LegacySSE:
             await shared.sse_opened(session.id, session.principal)
         endpoint = f"{scope.get('root_path', '')}{settings.message_path}?session_id={session.id}"
         try:
-            await pump_sse(
-                send,
+            await _pump(
+                scope,
                 receive,
+                send,
                 session.standalone,
-                first=None,
-                resumable=False,
-                retry_ms=None,
-                keepalive=settings.keepalive_interval,
-                on_disconnect=lambda: None,
-                preamble=b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n",
+                channel.answers,
+                b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n",
+                settings.keepalive_interval,
             )
         finally:
             # The stream is the session: when it ends, so does the session.
@@ -133,3 +492,77 @@ class LegacySSE:
         session.touch()
         session.engine.feed_message(message)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
+
+
+async def _pump(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    stream: ResponseStream,
+    answers: dict[int, RequestId],
+    preamble: bytes,
+    keepalive: float,
+) -> None:
+    """Send the session's stream, one event per write, until it closes.
+
+    An answer marked in ``answers`` is held until the client has read what was
+    written before it; everything else goes out in order at once, passing it.
+    """
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    # The endpoint event is what the client waits for before sending anything.
+    await send({"type": "http.response.body", "body": preamble, "more_body": True})
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        gone = True
+        stream.close()
+
+    watcher = asyncio.ensure_future(watch())
+    held = _Held(send, scope)
+    try:
+        while True:
+            item = stream.ready()
+            # Held answers are looked at before waiting, and between messages going out at most
+            # once per poll interval (the kernel is asked each time: messages passing are not).
+            if held.entries and (item is None or held.due()):
+                await held.release()
+            if item is None:
+                if held.entries:
+                    slow = held.waited() >= _HOLD_SLOW_AFTER_S
+                    item = await stream.get(_HOLD_SLOW_POLL_S if slow else _HOLD_POLL_S)
+                    if item is None:
+                        if stream.closed:
+                            break
+                        continue
+                else:
+                    item = await stream.get(keepalive)
+                    if item is None:
+                        if stream.closed:
+                            break
+                        await send(
+                            {"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True}
+                        )
+                        continue
+            event = sse_event(item.data)
+            if answers and answers.pop(item.seq, None) is not None:
+                await held.add(event)
+            else:
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+        if held.entries and not gone:
+            # The server is ending the stream: held answers get a little time to go in order.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + _HOLD_CLOSE_S
+            while held.entries and loop.time() < deadline:
+                await asyncio.sleep(_HOLD_POLL_S)
+                await held.release()
+            await held.release(force=True)
+        if not gone:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        held.close()
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
