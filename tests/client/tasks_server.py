@@ -1,5 +1,6 @@
 """A server of task tools for the client's tasks tests, run in memory, over stdio or over HTTP
-(``--http --port N``). Tools that wait do so for a signal the test gives: a file appearing.
+(``--http --port N``, ``--stateless`` for legacy HTTP without sessions). Tools that wait do so
+for a signal the test gives: a file appearing.
 
 Polling is quick here (50 ms) so the tests do not wait on the 1-second default.
 """
@@ -18,6 +19,14 @@ server = MCPServer("tasks-test", "1.0", tasks=TaskSettings(poll_interval=0.05))
 
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+
+def give(path: Path, text: str) -> None:
+    """The test's signal: ``path`` with ``text``, written whole before it appears (a tool waiting
+    for it never reads it half-written)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    part.replace(path)
 
 
 async def _until(path: Path) -> None:
@@ -55,6 +64,23 @@ async def steps(path: str, ctx: Context) -> str:
 
 
 @server.tool(task="required")
+async def required_wait(path: str, ctx: Context) -> str:
+    """Must be a task (2025-11-25: called with params.task); like wait_for_file."""
+    Path(path + ".started").write_text(ctx.task_id or "")
+    await _until(Path(path))
+    return f"required: {Path(path).read_text()}"
+
+
+@server.tool(task="optional")
+async def confirm_after(path: str, ctx: Context) -> str:
+    """Waits until ``path`` exists, then asks (the client that started it may be gone by then)."""
+    Path(path + ".started").write_text(ctx.task_id or "")
+    await _until(Path(path))
+    answer = await ctx.elicit("Proceed?", CONFIRM)
+    return f"{answer.action}: {(answer.content or {}).get('ok')}"
+
+
+@server.tool(task="required")
 async def broken() -> str:
     """A tool that fails: an isError result (the task completes)."""
     raise RuntimeError("the tool broke")
@@ -89,6 +115,6 @@ def plain(text: str) -> str:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--http"]:
-        server.run("http", port=int(sys.argv[3]))
+        server.run("http", port=int(sys.argv[3]), stateless="--stateless" in sys.argv)
     else:
         server.run()

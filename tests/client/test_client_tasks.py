@@ -28,7 +28,6 @@ from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import (
     HTTP_TRANSPORT_ERROR,
     INVALID_PARAMS,
-    METHOD_NOT_FOUND,
     MISSING_CLIENT_CAPABILITY,
     REQUEST_CANCELLED,
     REQUEST_TIMEOUT,
@@ -165,7 +164,7 @@ async def test_call_tool_follows_a_task_to_its_result(kind: str, url: str, tmp_p
         # The call is a task: the client polls it while it works.
         await eventually(lambda: len(recorder.requests("tasks/get")) >= 2, timeout=10)
         assert not call.done()
-        signal.write_text("42")
+        tasks_server.give(signal, "42")
         result = await asyncio.wait_for(call, 10)
     assert text(result) == "ok: 42" and result.is_error is False
     gets = recorder.requests("tasks/get")
@@ -309,7 +308,7 @@ async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
             await task.result(timeout=0.2)  # waiting less does not cancel the task
         assert waited.value.code == REQUEST_TIMEOUT
         assert (await task.status()).status == "working"
-        signal.write_text("x")
+        tasks_server.give(signal, "x")
         assert text(await task.result()) == "done: x"
         assert text(await task.result()) == "done: x"  # kept
         final = await task.status()
@@ -348,7 +347,7 @@ async def test_a_task_outlives_the_client_that_started_it(kind: str, url: str, t
         async with client_for(kind, url) as second:
             task = second.task(task_id)
             assert (await task.status()).status == "working"
-            signal.write_text("!")
+            tasks_server.give(signal, "!")
             assert text(await task.result()) == "survived: !"
 
 
@@ -394,26 +393,8 @@ async def test_tasks_false_declares_nothing_and_required_task_tools_refuse(tmp_p
     assert declared == [False, False, True]
 
 
-async def test_a_legacy_connection_is_unaffected(tmp_path: Path) -> None:
-    recorder = Recorder()
-    signal = tmp_path / "go"
-    signal.write_text("legacy")
-    async with Client(tasks_server.server, protocol="2025-11-25", channel_wrapper=recorder) as client:
-        assert not client.is_modern
-        assert text(await client.call_tool("wait_for_file", {"path": str(signal)})) == "done: legacy"
-        # The client never asks for a 2025-11-25 task (params.task): a tool that requires one refuses.
-        with pytest.raises(MCPError) as refused:
-            await client.call_tool("broken")
-        assert refused.value.code == METHOD_NOT_FOUND
-        task = await client.start_tool("wait_for_file", {"path": str(signal)})
-        assert not task.is_task and text(await task.result()) == "done: legacy"
-        with pytest.raises(MCPError, match="2026-07-28"):
-            await client.task("anything").status()
-    (initialize,) = recorder.requests("initialize")
-    assert "extensions" not in initialize["params"]["capabilities"]
-    assert not [m for m in recorder.sent if str(m.get("method", "")).startswith("tasks/")]
-    for call in recorder.requests("tools/call"):
-        assert "_meta" not in call["params"] and "task" not in call["params"]
+# (2025-11-25 sessions, where the client asks for tasks itself, and older ones, which have none:
+# tests/client/test_client_tasks_legacy.py.)
 
 
 # -- the everything server's task fixtures, as a process ---------------------------------------

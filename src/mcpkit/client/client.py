@@ -25,6 +25,7 @@ from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
 from ..session.engine import Engine, ProgressCallback
+from . import tasks as _tasks
 from .dispatch import (
     ClientHandlers,
     ElicitationHandler,
@@ -34,7 +35,7 @@ from .dispatch import (
     SamplingHandler,
 )
 from .options import ClientOptions, InProcessServer, ProtocolMode
-from .tasks import TaskCreated, TaskHandle, follow, progress_counter
+from .tasks import TASKS_REVISION, Outstanding, TaskCreated, TaskHandle, TaskState
 
 __all__ = ["Client", "ProtocolMode", "Subscription"]
 
@@ -275,6 +276,9 @@ class Client:
         self.max_input_rounds = options.max_input_rounds
         self._session: Engine[Request] | None = None
         self._listens = 0
+        self._subscriptions: set[asyncio.Future[Any]] = set()
+        self._task_state = TaskState()
+        self.handlers.on_tools_changed.append(self._task_state.forget)
         self._reader: asyncio.Task[None] | None = None
         self._server_task: asyncio.Task[None] | None = None
         self._stack: contextlib.AsyncExitStack | None = None
@@ -418,9 +422,14 @@ class Client:
 
     async def _initialize(self, version: ProtocolVersion) -> None:
         assert self._session is not None
+        capabilities = self.handlers.capabilities()
+        if version is TASKS_REVISION and self.options.tasks:
+            # basic/utilities/tasks "Capabilities": a client that supports task-augmented
+            # requests declares tasks; it receives none as tasks (requests: none, exhaustive).
+            capabilities["tasks"] = {}
         params = {
             "protocolVersion": version.value,
-            "capabilities": self.handlers.capabilities(),
+            "capabilities": capabilities,
             "clientInfo": msgspec.to_builtins(self.client_info),
         }
         raw = await self._send(self._session, "initialize", params, self.timeout)
@@ -432,6 +441,7 @@ class Client:
                 f"server answered initialize with unsupported version {result.protocol_version!r}",
             )
         self.protocol_version = answered
+        self._task_state.forget()
         self.server_info = result.server_info
         self.server_capabilities = result.capabilities
         self.instructions = result.instructions or None
@@ -444,10 +454,17 @@ class Client:
             await self.set_logging_level(self.log_level)
 
     async def close(self) -> None:
-        """Close the connection (stdio: stdin closed, then SIGTERM, then SIGKILL)."""
+        """Close the connection (stdio: stdin closed, then SIGTERM, then SIGKILL), ending
+        open :class:`Subscription` streams first."""
+        for listening in list(self._subscriptions):
+            listening.cancel()
+        for listening in list(self._subscriptions):
+            with contextlib.suppress(BaseException):
+                await listening
         if self._session is not None:
             await self._session.channel.close()
             await self._session.shutdown(grace=0)
+        await self._task_state.close()
         for task in (self._reader, self._server_task):
             if task is not None and not task.done():
                 task.cancel()
@@ -516,13 +533,23 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         declare_tasks: bool | None = None,
+        track: Outstanding | None = None,
     ) -> R:
         session = self._session
         if session is None:
             raise RuntimeError("client is not connected")
         for _ in range(self.max_input_rounds + 1):
             try:
-                if _telemetry.enabled:  # (checked here too: the untraced path makes no extra call)
+                if track is not None:  # (a call that may be answered with a task)
+                    raw = await track.send(
+                        self,
+                        session,
+                        method,
+                        self._params(params, declare_tasks),
+                        timeout if timeout is not None else self.timeout,
+                        on_progress,
+                    )
+                elif _telemetry.enabled:  # (checked here too: the untraced path makes no extra call)
                     raw = await self._send(
                         session,
                         method,
@@ -541,12 +568,12 @@ class Client:
                 if not self._adopt_supported_version(exc):
                     raise
                 # basic/versioning: retry with a mutually supported version.
-                raw = await self._send(
-                    session,
-                    method,
-                    self._params(params, declare_tasks),
-                    timeout if timeout is not None else self.timeout,
-                    on_progress,
+                wire = self._params(params, declare_tasks)
+                limit = timeout if timeout is not None else self.timeout
+                raw = await (
+                    track.send(self, session, method, wire, limit, on_progress)
+                    if track is not None
+                    else self._send(session, method, wire, limit, on_progress)
                 )
             if not self.is_modern or method not in _INPUT_METHODS:
                 return msgspec.json.decode(raw, type=result_type)
@@ -599,6 +626,7 @@ class Client:
         left out (2026-07-28 streamable-http "Custom Headers"), with a warning.
         """
         tools: list[t.Tool] = await self._all("tools/list", t.ListToolsResult, "tools")
+        self._task_state.learn(tools)  # 2025-11-25: which tools call_tool must call as tasks
         channel = self._session.channel if self._session is not None else None
         if channel is None or not hasattr(channel, "tool_headers"):
             return tools
@@ -622,51 +650,56 @@ class Client:
         timeout: float | None = None,
         progress: ProgressCallback | None = None,
         raise_on_error: bool = False,
+        task: bool | None = None,
+        ttl: float | None = None,
     ) -> t.CallToolResult:
         """Call a tool. A tool's own failure comes back as ``is_error``; set
         ``raise_on_error`` to get an :class:`MCPError` instead.
 
-        When the server runs the call as a task (the tasks extension), this follows
-        it to its end (see :class:`TaskHandle`): a failed task raises its error, a
-        cancelled one :class:`MCPError` ``REQUEST_CANCELLED``. ``timeout`` then bounds
-        the whole call (without it, only each request is bounded, by the client's
-        timeout, and the task may take as long as it takes); on a timeout, or if the
-        awaiting code is cancelled, the task is cancelled with ``tasks/cancel``.
-        ``progress`` also receives the task's status messages.
+        When the call runs as a task, this follows it to its end (see :class:`TaskHandle`):
+        a failed task raises its error, a cancelled one :class:`MCPError`
+        ``REQUEST_CANCELLED``. ``timeout`` then bounds the whole call (without it, only
+        each request is bounded, by the client's timeout, and the task may take as long as
+        it takes); on a timeout, or if the awaiting code is cancelled, the task is cancelled
+        with ``tasks/cancel``. ``progress`` also receives the task's progress.
+
+        Which calls are tasks: 2026-07-28, the server decides for requests that declare the
+        tasks extension (the client's ``tasks`` option, or ``task=`` for this call).
+        2025-11-25, the client asks (``params.task``) for a tool whose ``execution.taskSupport``
+        is ``"required"``, and for an ``"optional"`` one when ``task=True`` (``task=False``
+        never asks); ``ttl`` (seconds) is the lifetime asked for such a task. ``taskSupport``
+        comes from the last :meth:`list_tools` (forgotten when the server says the tools
+        changed); before any, a call goes plain and, if the server refuses it as needing a
+        task, the tools are listed and the call made as a task.
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
-        progress = progress_counter(progress)
-        try:
-            result = await self._call(
-                "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress
-            )
-        except TaskCreated as task:
-            result = await follow(
-                self, task.created, name, deadline=deadline, timeout=timeout, progress=progress
-            )
+        result = await _tasks.call_tool(
+            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=progress
+        )
         if raise_on_error and result.is_error is True:
             text = " ".join(c.text for c in result.content if isinstance(c, t.TextContent))
             raise MCPError(-32000, text or f"tool {name} failed")
         return result
 
     async def start_tool(
-        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        ttl: float | None = None,
     ) -> TaskHandle:
-        """Call a tool, declaring the tasks extension whatever ``tasks`` says, and return
-        its :class:`TaskHandle` without waiting for a task to end.
+        """Call a tool as a task if it can be one, and return its :class:`TaskHandle`
+        without waiting for the task to end.
 
-        The server decides: a task (``handle.task_id`` names it), or the result at
-        once (the handle is then already completed). ``timeout`` bounds this request.
+        2026-07-28: the call declares the tasks extension whatever ``tasks`` says, and the
+        server decides. 2025-11-25: the client asks for a task (with ``ttl``, in seconds, if
+        given) when the tool's ``execution.taskSupport`` allows one. Either way the result
+        may come at once (the handle is then already completed, its ``task_id`` None).
+        ``timeout`` bounds this request.
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        try:
-            result = await self._call(
-                "tools/call", params, t.CallToolResult, timeout=timeout, declare_tasks=True
-            )
-        except TaskCreated as task:
-            return TaskHandle(self, task.created.task_id, created=task.created, name=name)
-        return TaskHandle(self, None, result=result, name=name)
+        return await _tasks.start_tool(self, name, params, ttl=ttl, timeout=timeout)
 
     def task(self, task_id: str) -> TaskHandle:
         """The handle of an existing task, by id: to follow, answer or cancel a task started
@@ -752,6 +785,10 @@ class Client:
                 session, "subscriptions/listen", self._params({"notifications": wanted}), None, None, sid
             )
         )
+        # Ended by Subscription.close(), by close(), or by the connection (its outcome is
+        # then read here: nobody may be left to await it).
+        self._subscriptions.add(task)
+        task.add_done_callback(self._listen_ended)
         try:
             async with asyncio.timeout(timeout if timeout is not None else self.timeout):
                 waiting: list[asyncio.Future[Any]] = [acked, task]
@@ -763,6 +800,11 @@ class Client:
             task.cancel()
             raise
         return Subscription(sid, acked.result(), task)
+
+    def _listen_ended(self, task: asyncio.Future[Any]) -> None:
+        self._subscriptions.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.debug("subscriptions/listen ended: %s", task.exception())
 
     async def set_logging_level(self, level: t.LoggingLevel) -> None:
         """Legacy: ``logging/setLevel``. Modern: sent with every request instead."""

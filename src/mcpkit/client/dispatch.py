@@ -13,7 +13,7 @@ import msgspec
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
 from ..protocol.jsonrpc import Notification, Request, decode_raw
-from ..session.engine import Engine
+from ..session.engine import Engine, ProgressCallback
 
 __all__ = [
     "ClientHandlers",
@@ -59,6 +59,13 @@ class ClientHandlers:
         self.on_log = on_log
         self.on_notification = on_notification
         self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        #: Progress callbacks by token, for progress that outlives its request: a
+        #: 2025-11-25 task keeps its call's ``progressToken`` for its whole life
+        #: (basic/utilities/tasks "Task Progress Notifications").
+        self.progress: dict[str | int, ProgressCallback] = {}
+        #: Called on ``notifications/tools/list_changed`` (the client forgets what it
+        #: learnt from ``tools/list``).
+        self.on_tools_changed: list[Callable[[], None]] = []
 
     def expect_ack(self, subscription_id: str) -> asyncio.Future[dict[str, Any]]:
         """A future for the acknowledgement of subscription ``subscription_id``."""
@@ -129,11 +136,36 @@ class ClientHandlers:
         value = await _maybe_await(roots()) if callable(roots) else roots
         return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
 
+    async def _progress(self, params: dict[str, Any]) -> bool:
+        """Pass progress for a watched token (see :attr:`progress`) to its callback."""
+        token = params.get("progressToken")
+        callback = self.progress.get(token) if isinstance(token, str | int) else None
+        progress = params.get("progress")
+        if callback is None or not isinstance(progress, int | float):
+            return False
+        total, message = params.get("total"), params.get("message")
+        try:
+            await _maybe_await(
+                callback(
+                    float(progress),
+                    float(total) if isinstance(total, int | float) else None,
+                    message if isinstance(message, str) else None,
+                )
+            )
+        except Exception:
+            logger.exception("progress callback failed")
+        return True
+
     async def handle_notification(self, engine: Engine[Request], notification: Notification) -> None:
         """Dispatcher protocol: resolve a ``subscriptions/listen`` acknowledgement (see
         :meth:`expect_ack`), pass ``notifications/message`` to ``on_log``, then give every
         notification to ``on_notification``."""
         params = decode_raw(notification.params) or {}
+        if notification.method == "notifications/progress" and await self._progress(params):
+            return
+        if notification.method == "notifications/tools/list_changed":
+            for forget in self.on_tools_changed:
+                forget()
         if notification.method == "notifications/subscriptions/acknowledged":
             sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")
             future = self._acks.pop(sid, None) if isinstance(sid, str) else None

@@ -1,4 +1,5 @@
-"""Tasks (the ``io.modelcontextprotocol/tasks`` extension, SEP-2663), client side.
+"""Tasks, client side: the ``io.modelcontextprotocol/tasks`` extension (SEP-2663) of the
+2026-07-28 era, and the experimental tasks of 2025-11-25 (basic/utilities/tasks).
 
 A modern-era server may answer a ``tools/call`` with a task handle
 (``resultType: "task"``) when the request declared the extension in its
@@ -9,9 +10,22 @@ same callbacks that answer elicitation, sampling and roots, sends the answers
 with ``tasks/update``, and ends with the result (``completed``), the task's
 JSON-RPC error (``failed``) or a cancellation error (``cancelled``).
 
+In a session negotiated at 2025-11-25 the *client* asks for a task
+(``params.task`` on ``tools/call``): :meth:`Client.call_tool` does so for the
+tools whose ``execution.taskSupport`` (from ``tools/list``, kept until
+``notifications/tools/list_changed``) is ``"required"``, and for ``"optional"``
+ones when asked (``task=True``), if the server declared
+``capabilities.tasks.requests.tools.call``. Before the tools were listed, a call
+goes plain, and a refusal saying the tool needs a task (-32601) has the tools
+listed and the call made again as a task. It then polls ``tasks/get`` at the
+task's ``pollInterval``; the server's questions (elicitation, sampling, roots)
+come as ordinary requests tagged with the task and are answered by the same
+callbacks; ``tasks/result`` (sent once the task is ``input_required`` or has
+ended) answers exactly what the call would have.
+
 :meth:`Client.call_tool` does all of that transparently; :class:`TaskHandle`
 (from :meth:`Client.start_tool`, or :meth:`Client.task` to resume by id after
-a reconnect) exposes the steps.
+a reconnect) exposes the steps, the same way in both eras.
 """
 
 from __future__ import annotations
@@ -19,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import itertools
 import logging
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
@@ -28,13 +44,23 @@ import msgspec
 from ..protocol import types as t
 from ..protocol.errors import (
     HTTP_TRANSPORT_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     REQUEST_CANCELLED,
     REQUEST_TIMEOUT,
     MCPError,
 )
-from ..protocol.tasks import TERMINAL, CreateTaskResult, DetailedTask, iso_time
-from ..session.engine import ProgressCallback
+from ..protocol.tasks import (
+    TERMINAL,
+    CreateTaskResult,
+    DetailedTask,
+    LegacyCreateTaskResult,
+    LegacyTask,
+    iso_time,
+)
+from ..protocol.versions import ProtocolVersion
+from ..session.engine import Engine, ProgressCallback
 
 if TYPE_CHECKING:
     from .client import Client
@@ -56,6 +82,14 @@ DEFAULT_POLL_INTERVAL = 1.0
 CANCEL_GRACE = 5.0
 #: Polls in a row that may fail to reach the server (HTTP) before the wait gives up.
 TRANSIENT_RETRIES = 5
+#: Seconds the answer to a ``tools/call`` is still awaited after its caller gave up
+#: (2026-07-28: the server was told with ``notifications/cancelled``; if it had made a
+#: task meanwhile, the answer names it, and the task is cancelled).
+CREATE_GRACE = 5.0
+#: Local failures of a request, never a task's own outcome (basic/index "Error Codes").
+_LOCAL = frozenset({HTTP_TRANSPORT_ERROR, REQUEST_TIMEOUT})
+#: Where the experimental tasks exist (basic/utilities/tasks of that revision).
+TASKS_REVISION = ProtocolVersion.V2025_11_25
 
 
 class TaskCreated(MCPError):
@@ -108,6 +142,13 @@ class TaskHandle:
     Unlike :meth:`Client.call_tool`, giving up on :meth:`result` (a timeout,
     cancelling the awaiting code) leaves the task running on the server:
     call :meth:`cancel` to stop it.
+
+    The handle works the same in a session negotiated at 2025-11-25 (the
+    experimental tasks): :meth:`status` maps that revision's ``tasks/get`` to
+    the same :class:`DetailedTask` (and, once the task has ended, inlines what
+    ``tasks/result`` answers), :meth:`result` polls and fetches the result with
+    ``tasks/result``, and the server's questions, sent as ordinary requests,
+    are answered by the client's callbacks.
     """
 
     def __init__(
@@ -136,6 +177,9 @@ class TaskHandle:
         self._waiters = 0
         # The last status message seen (passed to a progress callback when it changes).
         self._said: str | None = None
+        # 2025-11-25: what tasks/result answered once the task ended (its result or its error).
+        self._payload: dict[str, Any] | None = None
+        self._failure: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         status = self.last.status if self.last is not None else ("completed" if self._result else "?")
@@ -152,12 +196,19 @@ class TaskHandle:
         """Whether the server runs this call as a task (False: it answered at once)."""
         return self._task_id is not None
 
+    @property
+    def _legacy(self) -> bool:
+        return not self._client.is_modern
+
     async def status(self) -> DetailedTask:
         """The task as the server has it now (``tasks/get``): its status, ``statusMessage``,
         and, by status, ``result``, ``error`` or ``input_requests``.
 
         For a call answered at once, a ``completed`` task built here (its ``task_id`` is ``""``)
-        holding the result.
+        holding the result. In a 2025-11-25 session the status is that revision's (where a
+        tool result with ``isError`` makes the task ``failed``); there ``input_requests`` is
+        never set (the server sends its questions as requests), and once the task has ended
+        ``result`` or ``error`` holds what ``tasks/result`` answered.
         """
         if self._task_id is None:
             assert self._result is not None
@@ -171,7 +222,10 @@ class TaskHandle:
                 ttl_ms=None,
                 result=msgspec.to_builtins(self._result),
             )
-        task = await self._request("tasks/get", {"taskId": self._task_id}, DetailedTask)
+        if self._legacy:
+            task = await self._legacy_status()
+        else:
+            task = await self._request("tasks/get", {"taskId": self._task_id}, DetailedTask)
         self.last = task
         self._interval = _interval(task, self._interval)
         return task
@@ -179,10 +233,26 @@ class TaskHandle:
     async def cancel(self) -> None:
         """Ask the server to cancel the task (``tasks/cancel``). Cancellation is cooperative:
         the task ends ``cancelled``, or ``completed``/``failed`` if it finished first. A no-op
-        for a call answered at once."""
+        for a call answered at once, and for a task that has already ended."""
         if self._task_id is None:
             return
-        await self._request("tasks/cancel", {"taskId": self._task_id}, t.EmptyResult)
+        if not self._legacy:
+            await self._request("tasks/cancel", {"taskId": self._task_id}, t.EmptyResult)
+            return
+        try:
+            self.last = _detailed(await self._request("tasks/cancel", {"taskId": self._task_id}, LegacyTask))
+        except MCPError as exc:
+            if exc.code != INVALID_PARAMS:
+                raise
+            # 2025-11-25 "Task Cancellation" refuses an ended task with -32602, as it does an
+            # unknown one; the extension acknowledges it and nothing changes: so here too.
+            try:
+                task = await self._legacy_get()
+            except MCPError:
+                raise exc from None
+            if task.status not in TERMINAL:
+                raise
+            self.last = task
 
     async def result(
         self, *, timeout: float | None = None, progress: ProgressCallback | None = None
@@ -192,7 +262,9 @@ class TaskHandle:
 
         Polls ``tasks/get`` at the server's interval; answers input requests through the
         client's ``elicitation_handler``, ``sampling_handler`` and ``roots``, sending the
-        answers with ``tasks/update``. A ``failed`` task raises its JSON-RPC error as
+        answers with ``tasks/update`` (2025-11-25: the server's questions are requests the
+        client answers as any other, and ``tasks/result``, sent once the task waits for input
+        or has ended, brings the result). A ``failed`` task raises its JSON-RPC error as
         :class:`MCPError`; a ``cancelled`` one raises :class:`MCPError` with code
         ``REQUEST_CANCELLED`` (-1002). ``timeout`` bounds the wait (``MCPError`` with
         ``REQUEST_TIMEOUT``); the task itself goes on. ``progress`` is called with
@@ -210,13 +282,61 @@ class TaskHandle:
                 {"taskId": self._task_id},
             ) from None
 
-    async def _request(self, method: str, params: dict[str, Any], result_type: type[R]) -> R:
+    async def _request(
+        self, method: str, params: dict[str, Any], result_type: type[R], timeout: float | None = None
+    ) -> R:
         client = self._client
-        if not client.is_modern:
-            # The extension's methods exist in the 2026-07-28 era only.
-            raise MCPError(INVALID_REQUEST, f"{method} needs a connection in the 2026-07-28 era")
-        # tasks/* always declare the extension: servers refuse them otherwise (-32021).
-        return await client._call(method, params, result_type, declare_tasks=True)
+        if client.is_modern:
+            # tasks/* always declare the extension: servers refuse them otherwise (-32021).
+            return await client._call(method, params, result_type, timeout=timeout, declare_tasks=True)
+        version = client.protocol_version
+        if version is not None and version is not TASKS_REVISION:
+            raise MCPError(
+                INVALID_REQUEST,
+                f"{method} needs a session at {TASKS_REVISION.value} or in the 2026-07-28 era "
+                f"(this one is at {version.value}, which has no tasks)",
+            )
+        return await client._call(method, params, result_type, timeout=timeout)
+
+    # -- 2025-11-25 ----------------------------------------------------------------
+
+    async def _legacy_get(self) -> DetailedTask:
+        return _detailed(await self._request("tasks/get", {"taskId": self._task_id}, LegacyTask))
+
+    async def _legacy_status(self) -> DetailedTask:
+        task = await self._legacy_get()
+        if task.status in ("completed", "failed"):
+            if self._payload is None and self._failure is None:
+                await self._fetch_result()
+            if self._payload is not None:
+                task.result = self._payload
+            elif self._failure is not None:
+                task.error = self._failure
+        return task
+
+    async def _fetch_result(self) -> None:
+        """``tasks/result`` of an ended task: what the call would have answered, kept (its
+        result, or its JSON-RPC error; "Result Retrieval")."""
+        try:
+            self._payload = await self._request("tasks/result", {"taskId": self._task_id}, dict[str, Any])
+        except MCPError as exc:
+            if exc.code in _LOCAL:
+                raise  # the request failed, not the task
+            self._failure = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                self._failure["data"] = exc.data
+
+    async def _wait_result(self) -> bool:
+        """``tasks/result`` while the task waits for input ("Input Required Status": the
+        requestor SHOULD call it). The server's questions come on it (or already came on the
+        connection) and are answered by the client's callbacks; it answers once the task has
+        ended: True then. False when it failed (its error may be the task's or the request's
+        own: the next ``tasks/get`` tells, and an ended task's ``tasks/result`` is asked again)."""
+        try:
+            self._payload = await self._request("tasks/result", {"taskId": self._task_id}, dict[str, Any])
+        except MCPError:
+            return False
+        return True
 
     # -- following a task --------------------------------------------------------
 
@@ -244,8 +364,12 @@ class TaskHandle:
                 ended = self._outcome(task)
                 if ended is not None:
                     return ended
-                if task.status == "input_required" and isinstance(task.input_requests, dict):
-                    self._ask(task.input_requests, failure)
+                if task.status == "input_required":
+                    if self._legacy:
+                        if await self._wait_result():
+                            continue  # the task has ended: the next tasks/get says how
+                    elif isinstance(task.input_requests, dict):
+                        self._ask(task.input_requests, failure)
                 await self._pause(failure)
         finally:
             self._waiters -= 1
@@ -268,7 +392,8 @@ class TaskHandle:
         for asking in self._asking.values():
             asking.cancel()  # the task ended: its questions no longer matter
         self._asking.clear()
-        if task.status == "completed":
+        # (2025-11-25: a tool result with isError fails the task; tasks/result answers it.)
+        if task.status == "completed" or (task.status == "failed" and isinstance(task.result, dict)):
             if not isinstance(task.result, dict):
                 raise MCPError(INVALID_REQUEST, f"task {task.task_id} completed without a result")
             try:
@@ -355,9 +480,283 @@ class TaskHandle:
             self._sent.add(key)
 
 
+# -- what a Client keeps for tasks ----------------------------------------------------
+
+
+class TaskState:
+    """What one :class:`Client` keeps for tasks: each tool's 2025-11-25 ``execution.taskSupport``
+    (learnt from ``tools/list``, forgotten on ``notifications/tools/list_changed`` and on a new
+    handshake), and the background work of calls whose callers gave up (see :class:`Outstanding`)."""
+
+    def __init__(self) -> None:
+        #: ``taskSupport`` by tool name (tools without one are left out); None: not listed yet.
+        self.modes: dict[str, str] | None = None
+        self._listing: asyncio.Lock | None = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    def learn(self, tools: Iterable[t.Tool]) -> None:
+        """Keep the ``taskSupport`` of each tool of a complete ``tools/list``."""
+        modes: dict[str, str] = {}
+        for tool in tools:
+            mode = tool.execution.get("taskSupport") if isinstance(tool.execution, dict) else None
+            if isinstance(mode, str):
+                modes[tool.name] = mode
+        self.modes = modes
+
+    def forget(self) -> None:
+        """The tools changed: list them again before the next call that needs to know."""
+        self.modes = None
+
+    async def mode(self, client: Client, name: str) -> str | None:
+        """The ``taskSupport`` of tool ``name`` (listing the tools once if not known yet)."""
+        if self.modes is None:
+            if self._listing is None:
+                self._listing = asyncio.Lock()
+            async with self._listing:  # concurrent calls share one listing
+                if self.modes is None:
+                    await client.list_tools()  # (which learns)
+        return (self.modes or {}).get(name)
+
+    def spawn(self, work: Any) -> None:
+        """Run ``work`` in the background, ended by :meth:`close` if still running then."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        """Stop the background work (the connection is closing: it can do nothing more)."""
+        for task in list(self._background):
+            task.cancel()
+        for task in list(self._background):
+            with contextlib.suppress(BaseException):
+                await task
+        self.forget()
+
+
+_CALLS = itertools.count(1)
+
+
+class Outstanding:
+    """The requests of one ``tools/call`` that may be answered with a task, sent with ids of
+    its own so that a caller giving up while one is outstanding does not lose the answer.
+
+    Cancelled before the answer came, a plain call is simply forgotten; but a task the server
+    created meanwhile would run unseen until its TTL, its id in an answer nobody reads. So the
+    request is left to finish in the background and a task it answers with is cancelled:
+
+    - 2026-07-28: the server is told at once with ``notifications/cancelled`` (a handler that
+      is not a task yet stops, basic/utilities/cancellation), and the answer is awaited for
+      :data:`CREATE_GRACE` seconds;
+    - 2025-11-25: ``notifications/cancelled`` must not be used for a task-augmented request
+      (basic/utilities/cancellation, which names ``tasks/cancel`` instead): the answer, which
+      the server sends as soon as it has made the task, is awaited (within the request's
+      own timeout).
+    """
+
+    def __init__(self, *, legacy: bool) -> None:
+        self.legacy = legacy
+        #: The first request's id (its ``progressToken`` too, when progress is asked for).
+        self.first_id = f"call-{next(_CALLS)}"
+        self._rounds = 0
+
+    async def send(
+        self,
+        client: Client,
+        session: Engine[Any],
+        method: str,
+        params: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> msgspec.Raw:
+        """Send one request (a multi round-trip call sends several) and wait for its answer."""
+        self._rounds += 1
+        rid = self.first_id if self._rounds == 1 else f"{self.first_id}.{self._rounds}"
+        sending = asyncio.ensure_future(client._send(session, method, params, timeout, on_progress, rid))
+        try:
+            return await asyncio.shield(sending)
+        except asyncio.CancelledError:
+            client._task_state.spawn(self._abandoned(client, session, sending, rid))
+            raise
+
+    async def _abandoned(
+        self, client: Client, session: Engine[Any], sending: asyncio.Future[msgspec.Raw], rid: str
+    ) -> None:
+        if not self.legacy and not sending.done():
+            session.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled by the caller"})
+        try:
+            async with asyncio.timeout(None if self.legacy else CREATE_GRACE):
+                raw = await sending
+        except (Exception, asyncio.CancelledError):
+            return  # no answer (in time), or an error: no task to cancel
+        task_id = _created_task(raw, legacy=self.legacy)
+        if task_id is not None:
+            logger.debug("cancelling task %s: its call was abandoned while the server created it", task_id)
+            await _cancel_quietly(TaskHandle(client, task_id))
+
+
+# -- Client.call_tool and Client.start_tool ---------------------------------------------------
+
+
+async def call_tool(
+    client: Client,
+    name: str,
+    params: dict[str, Any],
+    *,
+    task: bool | None,
+    ttl: float | None,
+    timeout: float | None,
+    progress: ProgressCallback | None,
+) -> t.CallToolResult:
+    """:meth:`Client.call_tool`: a plain call, or a task followed to its end (either era)."""
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+    counted = progress_counter(progress)
+    legacy = not client.is_modern
+    if not legacy and not (client.options.tasks if task is None else task):
+        # 2026-07-28 without the extension declared: no task can come of it.
+        return await client._call(
+            "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=counted, declare_tasks=False
+        )
+    if legacy:
+        known = client._task_state.modes is not None
+        if not await wants_task(client, name, task, may_list=task is True):
+            try:
+                return await client._call(
+                    "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=counted
+                )
+            except MCPError as exc:
+                # Called plainly because the tools were not listed yet (listing before every
+                # first call would cost each session a request): a refusal that says the tool
+                # requires a task (-32601, "Tool-Level Negotiation"; or the -32600 "Error
+                # Handling" allows) is checked against tools/list, and the call made as a task.
+                refused = exc.code in (METHOD_NOT_FOUND, INVALID_REQUEST)
+                if known or not refused or not await wants_task(client, name, task, may_list=True):
+                    raise
+    track = Outstanding(legacy=legacy)
+    watch = legacy and counted is not None
+    if watch:
+        # 2025-11-25 "Task Progress Notifications": the call's progressToken (its request
+        # id here) stays valid for the task's life: its progress reaches the callback.
+        assert counted is not None
+        client.handlers.progress[track.first_id] = counted
+    try:
+        made = await _create(
+            client, name, _with_task(params, ttl) if legacy else params, track, timeout, counted
+        )
+        if not isinstance(made, TaskHandle):
+            return made
+        # 2025-11-25: real progress comes as notifications; status messages are not passed on.
+        return await follow(
+            client, made, name, deadline=deadline, timeout=timeout, progress=None if legacy else counted
+        )
+    finally:
+        if watch:
+            client.handlers.progress.pop(track.first_id, None)
+
+
+async def start_tool(
+    client: Client, name: str, params: dict[str, Any], *, ttl: float | None, timeout: float | None
+) -> TaskHandle:
+    """:meth:`Client.start_tool`: ask for a task (2025-11-25: when the tool supports tasks)."""
+    legacy = not client.is_modern
+    if legacy and not await wants_task(client, name, True, may_list=True):
+        result = await client._call("tools/call", params, t.CallToolResult, timeout=timeout)
+        return TaskHandle(client, None, result=result, name=name)
+    made = await _create(
+        client, name, _with_task(params, ttl) if legacy else params, Outstanding(legacy=legacy), timeout, None
+    )
+    return made if isinstance(made, TaskHandle) else TaskHandle(client, None, result=made, name=name)
+
+
+async def wants_task(client: Client, name: str, task: bool | None, *, may_list: bool) -> bool:
+    """Whether a 2025-11-25 call of tool ``name`` asks for a task (``params.task``).
+
+    basic/utilities/tasks "Tool-Level Negotiation": never unless the server declared
+    ``capabilities.tasks.requests.tools.call``, nor for a tool without ``taskSupport`` (or
+    ``"forbidden"``); always for ``"required"`` (servers refuse a plain call, -32601), and for
+    ``"optional"`` when asked (``task=True``). ``task=False``, or the client's ``tasks=False``
+    when ``task`` is None, never asks. ``taskSupport`` comes from the last ``tools/list``;
+    with none yet, the tools are listed if ``may_list``, else the answer is no.
+    """
+    if client.protocol_version is not TASKS_REVISION:
+        return False  # older revisions have no tasks
+    if task is False or (task is None and not client.options.tasks):
+        return False
+    if not _server_takes_tool_tasks(client):
+        return False
+    state = client._task_state
+    if state.modes is None and not may_list:
+        return False
+    mode = await state.mode(client, name)
+    return mode == "required" or (mode == "optional" and task is True)
+
+
+def _server_takes_tool_tasks(client: Client) -> bool:
+    capabilities = client.server_capabilities
+    tasks = capabilities.tasks if capabilities is not None else None
+    requests = tasks.get("requests") if isinstance(tasks, dict) else None
+    tools = requests.get("tools") if isinstance(requests, dict) else None
+    return isinstance(tools, dict) and isinstance(tools.get("call"), dict)
+
+
+def _with_task(params: dict[str, Any], ttl: float | None) -> dict[str, Any]:
+    """``params.task``, with the ``ttl`` asked for in ms ("Creating Tasks": MAY; the server may
+    grant less)."""
+    metadata: dict[str, Any] = {}
+    if ttl is not None:
+        if ttl <= 0:
+            raise ValueError(f"ttl must be positive (seconds), not {ttl!r}")
+        metadata["ttl"] = max(1, round(ttl * 1000))
+    return {**params, "task": metadata}
+
+
+async def _create(
+    client: Client,
+    name: str,
+    params: dict[str, Any],
+    track: Outstanding,
+    timeout: float | None,
+    progress: ProgressCallback | None,
+) -> TaskHandle | t.CallToolResult:
+    """Send a ``tools/call`` that may be answered with a task: the task's handle, or the result."""
+    if not track.legacy:
+        try:
+            return await client._call(
+                "tools/call",
+                params,
+                t.CallToolResult,
+                timeout=timeout,
+                on_progress=progress,
+                declare_tasks=True,
+                track=track,
+            )
+        except TaskCreated as task:
+            return TaskHandle(client, task.created.task_id, created=task.created, name=name)
+    raw = await client._call(
+        "tools/call", params, msgspec.Raw, timeout=timeout, on_progress=progress, track=track
+    )
+    if _created_task(raw, legacy=True) is None:
+        # Servers that do not take the task process the call normally ("Task Support and Handling").
+        return msgspec.json.decode(raw, type=t.CallToolResult)
+    try:
+        created = msgspec.json.decode(raw, type=LegacyCreateTaskResult).task
+    except msgspec.ValidationError as exc:
+        raise MCPError(INVALID_REQUEST, f"tools/call {name}: invalid CreateTaskResult: {exc}") from None
+    announced = CreateTaskResult(
+        result_type="task",
+        task_id=created.task_id,
+        status=created.status,
+        status_message=created.status_message,
+        created_at=created.created_at,
+        last_updated_at=created.last_updated_at,
+        ttl_ms=created.ttl,
+        poll_interval_ms=created.poll_interval,
+    )
+    return TaskHandle(client, created.task_id, created=announced, name=name)
+
+
 async def follow(
     client: Client,
-    created: CreateTaskResult,
+    handle: TaskHandle,
     name: str,
     *,
     deadline: float | None,
@@ -371,7 +770,6 @@ async def follow(
     connection lost): the task is then cancelled, best effort, as a plain call would be
     with ``notifications/cancelled`` (which must not be used for tasks).
     """
-    handle = TaskHandle(client, created.task_id, created=created, name=name)
     try:
         remaining = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
         try:
@@ -380,8 +778,8 @@ async def follow(
         except TimeoutError:
             raise MCPError(
                 REQUEST_TIMEOUT,
-                f"Request tools/call {name} timed out after {timeout}s (task {created.task_id})",
-                {"taskId": created.task_id},
+                f"Request tools/call {name} timed out after {timeout}s (task {handle.task_id})",
+                {"taskId": handle.task_id},
             ) from None
     except BaseException:
         if handle.last is None or handle.last.status not in TERMINAL:
@@ -393,6 +791,37 @@ async def _cancel_quietly(handle: TaskHandle) -> None:
     with contextlib.suppress(Exception):
         async with asyncio.timeout(CANCEL_GRACE):
             await handle.cancel()
+
+
+def _created_task(raw: msgspec.Raw, *, legacy: bool) -> str | None:
+    """The id of the task a ``tools/call`` was answered with, if it was (2025-11-25: the
+    task nested under ``task``; 2026-07-28: ``resultType: "task"``, flat)."""
+    try:
+        answer = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(answer, dict):
+        return None
+    if legacy:
+        answer = answer.get("task")
+    elif answer.get("resultType") != "task":
+        return None
+    task_id = answer.get("taskId") if isinstance(answer, dict) else None
+    return task_id if isinstance(task_id, str) else None
+
+
+def _detailed(task: LegacyTask) -> DetailedTask:
+    """A 2025-11-25 ``Task`` as the handle shows every task (``ttl``/``pollInterval`` in ms)."""
+    return DetailedTask(
+        result_type="complete",
+        task_id=task.task_id,
+        status=task.status,
+        status_message=task.status_message,
+        created_at=task.created_at,
+        last_updated_at=task.last_updated_at,
+        ttl_ms=task.ttl,
+        poll_interval_ms=task.poll_interval,
+    )
 
 
 def _interval(task: CreateTaskResult | DetailedTask | None, default: float = DEFAULT_POLL_INTERVAL) -> float:
