@@ -390,6 +390,28 @@ async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
     if _hidden(conn, request, "tool", name):
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # exactly as if it did not exist
     tool = conn.server._tools.get(name)
+    mode = tool.options.task
+    if mode is not None or request.params.task is not UNSET or conn.server.tasks.settings.after is not None:
+        answered = await _maybe_task(conn, request, tool)
+        if answered is not _PLAIN:
+            return answered
+    if tool.signature.context_param is None:
+        return await tool.call(request.arguments, None)
+    trip = _round_trip(conn, request)
+    try:
+        return await tool.call(request.arguments, Context(conn, request, trip))
+    except InputRequired as exc:
+        return _input_required(conn, exc, trip)
+
+
+#: What :func:`_maybe_task` returns for a call to run as an ordinary one.
+_PLAIN: Any = object()
+
+
+async def _maybe_task(conn: ServerDispatcher, request: ServerRequest, tool: RegisteredTool) -> Any:
+    """A call of a task tool (or under the server-wide policy, or asking for a task in
+    2025-11-25): its task's answer, an error, or :data:`_PLAIN` to run it as usual."""
+    name = tool.definition.name
     mode, after = tool.options.task, tool.options.task_after
     if mode is None and conn.server.tasks.settings.after is not None:
         mode, after = "optional", conn.server.tasks.settings.after  # the server-wide policy
@@ -412,13 +434,7 @@ async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
             return await conn.server.legacy_tasks.call_tool(conn, request, tool)
         if mode == "required":
             raise refuse_plain_call(name)
-    if tool.signature.context_param is None:
-        return await tool.call(request.arguments, None)
-    trip = _round_trip(conn, request)
-    try:
-        return await tool.call(request.arguments, Context(conn, request, trip))
-    except InputRequired as exc:
-        return _input_required(conn, exc, trip)
+    return _PLAIN
 
 
 def _round_trip(conn: ServerDispatcher, request: ServerRequest) -> RoundTrip | None:
