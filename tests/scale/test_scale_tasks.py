@@ -43,8 +43,8 @@ from scale_support import (
 )
 
 from mcpkit import MCPServer
-from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS
-from mcpkit.protocol.tasks import TASKS_EXTENSION
+from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RATE_LIMITED, MCPError
+from mcpkit.protocol.tasks import TASKS_EXTENSION, TaskRecord, new_task_id
 from mcpkit.scale.tasks import RedisTaskStore
 from mcpkit.server.task_store import MemoryTaskStore
 from mcpkit.server.tasks import TaskSettings
@@ -319,6 +319,60 @@ async def test_the_environment_is_read_when_the_first_task_is_made(
                 await looker.aclose()
             assert record.status == "completed"
     finally:
+        await delete_prefix(shared_redis, prefix)
+
+
+async def test_a_dead_workers_tasks_do_not_hold_their_owners_places(shared_redis: str) -> None:
+    """max_active counts the tasks that have not ended; a task whose worker died (SIGKILL:
+    nothing ended it) is not counted once its heartbeat is three beats old, even if nobody
+    ever polls it (then it would have held the place until its TTL)."""
+    prefix = new_prefix()
+    store = RedisTaskStore(shared_redis, prefix)
+    server = MCPServer("places", tasks=TaskSettings(store=store, max_active=1, heartbeat=0.2))
+    release = asyncio.Event()
+
+    @server.tool(task="optional")
+    async def hold() -> str:
+        await release.wait()
+        return "held"
+
+    now = time.time()
+    dead = TaskRecord(
+        task_id=new_task_id(),
+        created_at=now - 5,
+        last_updated_at=now - 5,
+        ttl_ms=60_000,
+        target="hold",
+        heartbeat_at=now - 5,  # its worker beat every 0.2 s, and stopped 5 s ago
+    )
+    await store.create(dead)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": WITH_TASKS,
+    }
+    try:
+        async with connect(server, protocol="modern") as client:
+
+            async def call(method: str, params: dict[str, Any]) -> Any:
+                return msgspec.json.decode(await client._session.request(method, {**params, "_meta": meta}))
+
+            # The dead worker's task does not count: this one is made.
+            task_id = (await call("tools/call", {"name": "hold", "arguments": {}}))["taskId"]
+            # A live one does: the place is taken.
+            with pytest.raises(MCPError) as refused:
+                await call("tools/call", {"name": "hold", "arguments": {}})
+            assert refused.value.code == RATE_LIMITED
+            # The dead one is failed as soon as it is looked at.
+            gone = await call("tasks/get", {"taskId": dead.task_id})
+            assert gone["status"] == "failed"
+            assert gone["error"]["message"] == "The worker running the task stopped"
+            release.set()
+            async with asyncio.timeout(5):
+                while (await call("tasks/get", {"taskId": task_id}))["status"] != "completed":
+                    await asyncio.sleep(0.02)
+    finally:
+        release.set()
+        await store.aclose()
         await delete_prefix(shared_redis, prefix)
 
 

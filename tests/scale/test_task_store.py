@@ -281,6 +281,23 @@ async def test_count_active_per_owner_without_stale_ids(
     assert await raw_redis.smembers(f"{prefix}:tasks:active:=alice") == {alice[2].task_id.encode()}
 
 
+async def test_count_active_leaves_out_the_tasks_of_dead_workers(
+    store: RedisTaskStore, raw_redis: aioredis.Redis, prefix: str
+) -> None:
+    now = time.time()
+    live = record(owner="alice")
+    dead = record(owner="alice")
+    dead.heartbeat_at = now - 60  # its worker stopped beating a minute ago
+    unbeaten = record(owner="alice")
+    unbeaten.heartbeat_at = None  # (a record that never had a heartbeat: counted)
+    for rec in (live, dead, unbeaten):
+        await store.create(rec)
+    assert await store.count_active("alice") == 3
+    assert await store.count_active("alice", stale_before=now - 15) == 2
+    # Not ended: it stays in the owner's set, to be failed when looked at (or purged).
+    assert len(await raw_redis.smembers(f"{prefix}:tasks:active:=alice")) == 3
+
+
 async def test_owned_lists_an_owners_tasks_oldest_first(
     store: RedisTaskStore, other: RedisTaskStore, raw_redis: aioredis.Redis, prefix: str
 ) -> None:

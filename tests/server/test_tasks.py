@@ -5,6 +5,7 @@ tasks/update, cancellation, failures, limits, principals, and the errors of the 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -25,7 +26,8 @@ from mcpkit.protocol.errors import (
     RATE_LIMITED,
     MCPError,
 )
-from mcpkit.protocol.tasks import TASKS_EXTENSION
+from mcpkit.protocol.tasks import TASKS_EXTENSION, TaskRecord, new_task_id
+from mcpkit.server.task_store import MemoryTaskStore
 from mcpkit.server.tasks import TaskSettings
 from mcpkit.testing import connect, serve_http
 
@@ -359,6 +361,73 @@ async def test_limits_and_expiry() -> None:
                     assert exc.code == INVALID_PARAMS and "expired" in exc.message
                     break
                 await asyncio.sleep(0.05)
+
+
+def test_task_ids_never_start_with_a_dash_or_an_underscore() -> None:
+    """192 random bits, in characters a command line never reads as an option (``mcpkit task
+    get URL ID``: an id starting with '-' would be one)."""
+    ids = {new_task_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    assert all(re.fullmatch(r"[0-9a-f]{48}", task_id) for task_id in ids)
+
+
+class SlowCreate(MemoryTaskStore):
+    """A store whose :meth:`create` writes the record, then waits until released (as a write to
+    Redis whose answer is slow to come): a request can be cancelled with its record written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = asyncio.Event()
+        self.release = asyncio.Event()
+        self.made: list[str] = []
+
+    async def create(self, record: TaskRecord) -> None:
+        await super().create(record)
+        self.made.append(record.task_id)
+        self.written.set()
+        await self.release.wait()
+
+
+async def ended(store: MemoryTaskStore, task_id: str) -> TaskRecord:
+    """The record once it has ended (waiting on its changes, with a deadline)."""
+    async with asyncio.timeout(5):
+        while True:
+            record = await store.get(task_id)
+            assert record is not None
+            if record.terminal:
+                return record
+            await store.wait(task_id, record.version, 1.0)
+
+
+@pytest.mark.parametrize("task_after", [0.0, None], ids=["at-once", "on-start-task"])
+async def test_a_call_cancelled_while_its_task_is_made_leaves_it_cancelled(task_after: float | None) -> None:
+    """Cancelled between the record's write and its handler's adoption, a task would stay
+    working with nobody to run it (until its TTL) and hold a place of max_active."""
+    store = SlowCreate()
+    server = MCPServer("tasks", tasks=TaskSettings(store=store, max_active=1))
+    ran = asyncio.Event()
+
+    @server.tool(task="optional", task_after=task_after)
+    async def job(ctx: Context) -> str:
+        await ctx.start_task()  # (a no-op when the call is a task from the start)
+        ran.set()
+        return "done"
+
+    async with raw(server) as call:
+        calling = asyncio.ensure_future(call.call("job"))
+        await asyncio.wait_for(store.written.wait(), 5)
+        calling.cancel()  # the client gives up: notifications/cancelled
+        with pytest.raises(asyncio.CancelledError):
+            await calling
+        (task_id,) = store.made
+        record = await ended(store, task_id)
+        assert record.status == "cancelled" and record.status_message
+        assert await store.count_active(None) == 0
+        assert not ran.is_set()
+        # Its place is free again: the next call becomes a task and runs.
+        store.release.set()
+        created = await call.call("job")
+        assert (await call.until(created["taskId"], "completed"))["result"]["content"][0]["text"] == "done"
 
 
 async def test_a_server_that_stops_fails_its_running_tasks() -> None:

@@ -22,7 +22,8 @@ from mcpkit import Context, MCPServer
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
 from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
-from mcpkit.protocol.tasks import RELATED_TASK, TASKS_EXTENSION
+from mcpkit.protocol.tasks import RELATED_TASK, TASKS_EXTENSION, TaskRecord
+from mcpkit.server.task_store import MemoryTaskStore
 from mcpkit.server.tasks import TaskSettings
 from mcpkit.testing import memory_channel_pair, serve_http
 
@@ -465,6 +466,56 @@ async def test_a_cancelled_task_stays_cancelled_when_its_handler_finishes() -> N
         record = await server.tasks.store.get(task_id)
         assert record is not None and record.status == "cancelled" and record.result is None
         assert (await peer.get(task_id))["status"] == "cancelled"
+
+
+class SlowCreate(MemoryTaskStore):
+    """A store whose :meth:`create` writes the record, then waits until released (as a write to
+    Redis whose answer is slow to come): a request can be cancelled with its record written."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = asyncio.Event()
+        self.release = asyncio.Event()
+        self.made: list[str] = []
+
+    async def create(self, record: TaskRecord) -> None:
+        await super().create(record)
+        self.made.append(record.task_id)
+        self.written.set()
+        await self.release.wait()
+
+
+@pytest.mark.parametrize("how", ["connection-closed", "request-cancelled"])
+async def test_a_call_given_up_while_its_task_is_made_leaves_it_cancelled(how: str) -> None:
+    """Its connection lost (or the request cancelled, which a client should not do for a
+    task-augmented request, but may) between the record's write and its handler's adoption,
+    the task would stay working with nobody to run it, until its TTL."""
+    store = SlowCreate()
+    server, events = make_server(tasks=TaskSettings(store=store, max_active=1))
+    peer = Peer(server)
+    try:
+        await peer.initialize()
+        calling = peer.start("tools/call", {"name": "wait_for_release", "arguments": {}, "task": {}})
+        (request_id,) = (rid for rid, answer in peer.answers.items() if answer is calling)
+        await asyncio.wait_for(store.written.wait(), 5)
+        if how == "request-cancelled":
+            peer.send({"method": "notifications/cancelled", "params": {"requestId": request_id}})
+        else:
+            peer.engine.shutdown_grace = 0.05  # a closed connection's requests are then cancelled
+            await peer.close()
+        (task_id,) = store.made
+        async with asyncio.timeout(5):
+            while not (record := await store.get(task_id)) or not record.terminal:  # type: ignore[union-attr]
+                await store.wait(task_id, record.version if record else 0, 1.0)
+        assert record.status == "cancelled" and not events["started"].is_set()
+        assert await store.count_active(None) == 0
+        if how == "request-cancelled":
+            store.release.set()  # the connection goes on: its next task is made and runs
+            events["release"].set()
+            await until(peer, await peer.task("wait_for_release"), "completed")
+    finally:
+        if how == "request-cancelled":
+            await peer.close()
 
 
 # -- input, progress and logs inside a task ---------------------------------------------------

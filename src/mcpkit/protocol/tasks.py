@@ -308,8 +308,11 @@ def related_task(task_id: str) -> dict[str, Any]:
 
 
 def new_task_id() -> str:
-    """An unguessable task id (SEP-2663 "Security Considerations": ids may act as bearer tokens)."""
-    return secrets.token_urlsafe(24)
+    """An unguessable task id (SEP-2663 "Security Considerations": ids may act as bearer tokens):
+    192 random bits, as 48 lowercase hex digits. Hex, not base64url: an id never starts with
+    '-' (which a command line would read as an option: ``mcpkit task get URL ID``) nor '_',
+    and reads the same in a header (``Mcp-Name``), a URL, a file name or a shell."""
+    return secrets.token_hex(24)
 
 
 def iso_time(seconds: float) -> str:

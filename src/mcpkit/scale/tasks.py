@@ -260,9 +260,12 @@ class RedisTaskStore:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
                     await changed.wait()
 
-    async def count_active(self, owner: str | None) -> int:
+    async def count_active(self, owner: str | None, *, stale_before: float | None = None) -> int:
         """How many tasks of ``owner`` have not ended: the owner's active set, less
-        ids whose record has gone or ended or expired (removed from the set as found)."""
+        ids whose record has gone or ended or expired (removed from the set as found),
+        and less the tasks whose heartbeat is older than ``stale_before`` (their worker
+        died: they stay in the set until they are failed, when next looked at, or purged).
+        The records are read anyway (one ``MGET``), so the heartbeats cost nothing more."""
         client = self.backend.client
         active = self._active(owner)
         ids = _ids(await self.backend.call(client.smembers(active)))
@@ -276,7 +279,7 @@ class RedisTaskStore:
             record = self._decoded(task_id, data)
             if record is None or record.terminal or record.expired(now):
                 stale.append(task_id)
-            else:
+            elif stale_before is None or record.heartbeat_at is None or record.heartbeat_at >= stale_before:
                 count += 1
         if stale:
             await self.backend.call(client.srem(active, *stale))

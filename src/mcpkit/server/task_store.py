@@ -49,8 +49,10 @@ class TaskStore(Protocol):
     async def wait(self, task_id: str, version: int, timeout: float) -> None:
         """Return once the record's version differs from ``version``, or after ``timeout`` seconds."""
 
-    async def count_active(self, owner: str | None) -> int:
-        """How many tasks of ``owner`` have not ended."""
+    async def count_active(self, owner: str | None, *, stale_before: float | None = None) -> int:
+        """How many tasks of ``owner`` have not ended. A store shared between processes is
+        given ``stale_before`` (seconds since the epoch): a task whose ``heartbeat_at`` is
+        older has lost its worker and is not counted (it is failed when next looked at)."""
 
     async def purge(self, now: float) -> int:
         """Forget the tasks whose TTL has run out; how many."""
@@ -129,8 +131,9 @@ class MemoryTaskStore:
         except TimeoutError:
             pass
 
-    async def count_active(self, owner: str | None) -> int:
-        """Tasks of ``owner`` still working or waiting for input."""
+    async def count_active(self, owner: str | None, *, stale_before: float | None = None) -> int:
+        """Tasks of ``owner`` still working or waiting for input (``stale_before`` is of no
+        use here: the tasks of this store run in this process, which is alive)."""
         return len(self._active.get(owner, ()))
 
     async def owned(self, owner: str | None) -> list[TaskRecord]:

@@ -168,6 +168,8 @@ class TaskManager:
         self._own_store = False
         #: Handlers running as tasks in this process, by task id.
         self._running: dict[str, asyncio.Task[Any]] = {}
+        #: Records being ended because their request was cancelled as they were made.
+        self._abandoned: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._purged = 0.0
 
@@ -224,6 +226,8 @@ class TaskManager:
         return record.created()
 
     async def _create(self, run: TaskRun) -> TaskRecord:
+        """Make the task's record (its handler is adopted right after, with no await between:
+        once this returns, nothing can cancel the request before the task has its handler)."""
         with _reachable():
             return await self._make(run)
 
@@ -233,7 +237,7 @@ class TaskManager:
         if now - self._purged > 60:
             self._purged = now
             await self.store.purge(now)
-        if await self.store.count_active(run.owner) >= settings.max_active:
+        if await self._count_active(run.owner, now) >= settings.max_active:
             raise MCPError(
                 RATE_LIMITED,
                 f"Too many tasks in progress ({settings.max_active}); wait for some to end",
@@ -252,12 +256,34 @@ class TaskManager:
             heartbeat_at=now if self.store.shared else None,
         )
         run.prepare(record)
-        # Durably created before the client hears of it (SEP-2663 "Task Creation").
-        await self.store.create(record)
+        try:
+            # Durably created before the client hears of it (SEP-2663 "Task Creation").
+            await self.store.create(record)
+        except asyncio.CancelledError:
+            # The request was cancelled while the record was written (the client gave up, its
+            # connection closed): it may be written all the same (Redis wrote it; its answer
+            # was not read), with no handler to run it and nobody told its id. It would stay
+            # working until its TTL (its heartbeat, in a shared store) and count as active.
+            self._abandon(record.task_id)
+            raise
         run.task_id = record.task_id
         if not run._promoted.done():
             run._promoted.set_result(record.task_id)
         return record
+
+    def _abandon(self, task_id: str) -> None:
+        """End ``task_id`` cancelled, if it was made: in a task of its own (the request
+        making it is being cancelled: an await there would be cut short), kept here until
+        it is done (an unreferenced task may be collected before it ends)."""
+        now = time.time()
+
+        def end(record: TaskRecord) -> None:
+            if not record.terminal:
+                record.finish("cancelled", now, message="Its request was cancelled as the task was made")
+
+        ending = asyncio.ensure_future(self._settle(task_id, end))
+        self._abandoned.add(ending)
+        ending.add_done_callback(self._abandoned.discard)
 
     def _adopt(self, run: TaskRun, handler: asyncio.Future[Any]) -> None:
         task_id = run.task_id
@@ -393,6 +419,16 @@ class TaskManager:
                 record = changed[0]
         return record
 
+    async def _count_active(self, owner: str | None, now: float) -> int:
+        """The tasks of ``owner`` that count against ``max_active``. In a shared store, not
+        those whose worker has died (heartbeat three beats old: failed as soon as anyone
+        looks at them; until then they would hold the owner's places, perhaps for good,
+        since nobody may ever poll them)."""
+        store = self.store
+        if not store.shared:
+            return await store.count_active(owner)
+        return await store.count_active(owner, stale_before=now - 3 * self.settings.heartbeat)
+
     def _orphaned(self, record: TaskRecord, now: float) -> bool:
         beat = record.heartbeat_at
         return beat is not None and now - beat > 3 * self.settings.heartbeat
@@ -441,6 +477,8 @@ class TaskManager:
                 driver.cancel()
             if drivers:
                 await asyncio.gather(*drivers, return_exceptions=True)
+            if self._abandoned:
+                await asyncio.gather(*self._abandoned, return_exceptions=True)
         finally:
             self._closing = False
             # A store chosen here (Redis) closes its connections; they reopen on use.
