@@ -63,6 +63,18 @@ async def steps(path: str, ctx: Context) -> str:
     return "stepped"
 
 
+@server.tool(task="optional", task_after=None)
+async def warm_up(path: str, ctx: Context) -> str:
+    """Reports progress as a plain call, then becomes a task (2026-07-28; at 2025-11-25 it is
+    one from the start) with two more steps, each held until ``path + ".2"``, ``".3"`` exist."""
+    await ctx.report_progress(1, 3, "warming up")
+    await ctx.start_task()
+    for n in (2, 3):
+        await ctx.report_progress(n, 3, f"step {n}")
+        await _until(Path(f"{path}.{n}"))
+    return "warm"
+
+
 @server.tool(task="required")
 async def required_wait(path: str, ctx: Context) -> str:
     """Must be a task (2025-11-25: called with params.task); like wait_for_file."""

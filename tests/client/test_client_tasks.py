@@ -32,7 +32,7 @@ from mcpkit.protocol.errors import (
     REQUEST_CANCELLED,
     REQUEST_TIMEOUT,
 )
-from mcpkit.protocol.tasks import TASKS_EXTENSION
+from mcpkit.protocol.tasks import TASKS_EXTENSION, DetailedTask
 from mcpkit.session.channel import Channel
 from mcpkit.transports.http_client import StreamableHTTPChannel, _envelope
 
@@ -331,6 +331,87 @@ async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
         with pytest.raises(MCPError) as unknown:
             await client.task("no-such-task").status()
         assert unknown.value.code == INVALID_PARAMS
+
+
+@pytest.mark.parametrize("kind", ["memory", "stdio", "http"])
+async def test_start_tool_progress_before_and_after_and_on_status(
+    kind: str, url: str, tmp_path: Path
+) -> None:
+    """start_tool(progress=) gets the call's progress before it became a task, then (through
+    result()) the task's status messages; result(on_status=) sees every task polled."""
+    path = tmp_path / "warm"
+    seen: list[tuple[float, float | None, str | None]] = []
+    polled: list[tuple[str, str | None]] = []
+
+    def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+        if message is not None and message.startswith("step "):
+            Path(f"{path}.{message[5]}").write_text("")  # let the tool go on
+
+    def on_status(task: DetailedTask) -> None:
+        assert isinstance(task, DetailedTask) and task.task_id == handle.task_id
+        polled.append((task.status, task.status_message or None))
+
+    async with client_for(kind, url) as client:
+        handle = await client.start_tool("warm_up", {"path": str(path)}, progress=progress)
+        assert handle.is_task
+        result = await handle.result(on_status=on_status)
+        assert text(result) == "warm"
+        assert text(await handle.result(on_status=on_status)) == "warm"  # kept: nothing polled
+    # The call's own notification (before the task), then the status messages counting on.
+    assert seen == [(1.0, 3.0, "warming up"), (2.0, None, "step 2 (2/3)"), (3.0, None, "step 3 (3/3)")]
+    assert ("working", "step 2 (2/3)") in polled and ("working", "step 3 (3/3)") in polled
+    assert polled[-1][0] == "completed" and [s for s, _ in polled].count("completed") == 1
+
+
+async def test_result_progress_overrides_and_on_status_may_be_async_and_stop_the_wait(tmp_path: Path) -> None:
+    path = tmp_path / "steps"
+    first: list[str | None] = []
+    second: list[str | None] = []
+
+    def ack(into: list[str | None]) -> Any:
+        def progress(value: float, total: float | None, message: str | None) -> None:
+            into.append(message)
+            if message is not None and message.startswith("step "):
+                Path(f"{path}.{message[5]}").write_text("")
+
+        return progress
+
+    async with client_for("memory", "") as client:
+        handle = await client.start_tool("steps", {"path": str(path)}, progress=ack(first))
+        assert text(await handle.result(progress=ack(second))) == "stepped"
+        assert first == [] and second == ["step 1 (1/2)", "step 2 (2/2)"]
+
+        # An on_status coroutine is awaited; what it raises ends the wait, not the task.
+        signal = tmp_path / "go"
+        waiting = await client.start_tool("wait_for_file", {"path": str(signal)})
+        statuses: list[str] = []
+
+        async def enough(task: DetailedTask) -> None:
+            await asyncio.sleep(0)
+            statuses.append(task.status)
+            if len(statuses) == 2:
+                raise LookupError("seen enough")
+
+        with pytest.raises(LookupError):
+            await waiting.result(on_status=enough)
+        assert statuses == ["working", "working"]
+        assert (await waiting.status()).status == "working"
+        tasks_server.give(signal, "later")
+        assert text(await waiting.result()) == "done: later"
+
+
+async def test_start_tool_task_none_makes_the_call_as_call_tool_would(tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    tasks_server.give(signal, "now")
+    async with client_for("memory", "", tasks=False) as client:
+        plain = await client.start_tool("wait_for_file", {"path": str(signal)}, task=None)
+        assert not plain.is_task and text(await plain.result()) == "done: now"
+        made = await client.start_tool("wait_for_file", {"path": str(signal)})  # task=True
+        assert made.is_task and text(await made.result()) == "done: now"
+    async with client_for("memory", "") as client:
+        made = await client.start_tool("wait_for_file", {"path": str(signal)}, task=None)
+        assert made.is_task and text(await made.result()) == "done: now"
 
 
 @pytest.mark.parametrize("kind", ["memory", "http"])

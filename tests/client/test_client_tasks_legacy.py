@@ -484,6 +484,44 @@ async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
         assert unknown.value.code == INVALID_PARAMS
 
 
+@pytest.mark.parametrize("kind", ["memory", "stdio", "http"])
+async def test_start_tool_progress_and_on_status(kind: str, url: str, tmp_path: Path) -> None:
+    """start_tool(progress=): the task's own progress notifications (the call's progressToken,
+    watched until the handle sees the task end), not its status messages again;
+    result(on_status=) sees every task polled."""
+    path = tmp_path / "warm"
+    seen: list[tuple[float, float | None, str | None]] = []
+    polled: list[str] = []
+
+    def progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append((value, total, message))
+        if message is not None and message.startswith("step "):
+            Path(f"{path}.{message[5]}").write_text("")  # let the tool go on
+
+    async with client_for(kind, url) as client:
+        handle = await client.start_tool("warm_up", {"path": str(path)}, progress=progress)
+        assert handle.is_task
+        result = await handle.result(on_status=lambda task: polled.append(task.status))
+        assert text(result) == "warm"
+        assert client.handlers.progress == {}  # the token is no longer watched
+    assert seen == [(1.0, 3.0, "warming up"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")]
+    assert polled[-1] == "completed" and set(polled) <= {"working", "input_required", "completed"}
+
+
+async def test_start_tool_task_none_asks_for_a_task_as_call_tool_would(tmp_path: Path) -> None:
+    signal = tmp_path / "go"
+    tasks_server.give(signal, "now")
+    async with client_for("memory", "") as client:
+        # "optional": plain unless asked (task=True, start_tool's default, asks).
+        plain = await client.start_tool("wait_for_file", {"path": str(signal)}, task=None)
+        assert not plain.is_task and text(await plain.result()) == "done: now"
+        made = await client.start_tool("wait_for_file", {"path": str(signal)})
+        assert made.is_task and text(await made.result()) == "done: now"
+        # "required": a task either way.
+        required = await client.start_tool("required_wait", {"path": str(signal)}, task=None)
+        assert required.is_task and text(await required.result()) == "required: now"
+
+
 @pytest.mark.parametrize("kind", ["http", "stateless"])
 async def test_a_task_outlives_the_client_that_started_it(kind: str, url: str, tmp_path: Path) -> None:
     signal = tmp_path / "go"

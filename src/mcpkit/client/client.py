@@ -688,6 +688,8 @@ class Client:
         *,
         timeout: float | None = None,
         ttl: float | None = None,
+        progress: ProgressCallback | None = None,
+        task: bool | None = True,
     ) -> TaskHandle:
         """Call a tool as a task if it can be one, and return its :class:`TaskHandle`
         without waiting for the task to end.
@@ -697,9 +699,23 @@ class Client:
         given) when the tool's ``execution.taskSupport`` allows one. Either way the result
         may come at once (the handle is then already completed, its ``task_id`` None).
         ``timeout`` bounds this request.
+
+        ``progress`` receives the call's progress (``notifications/progress``) while the
+        server runs it before answering, and then the task's: its status messages, passed
+        by :meth:`TaskHandle.result` (unless given another callback), and, in a 2025-11-25
+        session, the task's own progress notifications (the call's ``progressToken`` stays
+        valid for the task's life), until the handle sees the task end.
+
+        ``task`` decides as :meth:`call_tool`'s does: True (the default) asks for a task
+        whenever the tool can be one; None makes the call exactly as :meth:`call_tool`
+        would (declared per the client's ``tasks`` option; at 2025-11-25, a task only for a
+        tool whose ``taskSupport`` is ``"required"``), for a caller that wants the handle of
+        whatever task the call becomes; False never asks.
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
-        return await _tasks.start_tool(self, name, params, ttl=ttl, timeout=timeout)
+        return await _tasks.start_tool(
+            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=progress
+        )
 
     def task(self, task_id: str) -> TaskHandle:
         """The handle of an existing task, by id: to follow, answer or cancel a task started

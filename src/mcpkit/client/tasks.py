@@ -36,8 +36,8 @@ import inspect
 import itertools
 import logging
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import msgspec
 
@@ -65,11 +65,15 @@ from ..session.engine import Engine, ProgressCallback
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["TaskCreated", "TaskHandle"]
+__all__ = ["StatusCallback", "TaskCreated", "TaskHandle"]
 
 logger = logging.getLogger("mcpkit.client.tasks")
 
 R = TypeVar("R")
+
+#: What :meth:`TaskHandle.result` calls with each task it polls (``on_status=``): a plain
+#: function, or a coroutine function (awaited before the next step of the wait).
+StatusCallback: TypeAlias = Callable[[DetailedTask], Awaitable[None] | None]
 
 #: Bounds on the polling interval: the server's ``pollIntervalMs`` is honoured
 #: (SEP-2663 "Task Polling": clients SHOULD) within them, so a server saying 0
@@ -138,10 +142,11 @@ class TaskHandle:
         result = await task.result()
 
     :meth:`result` polls until the task ends, answering its input requests with
-    the client's callbacks (each request once, however many polls show it).
-    Unlike :meth:`Client.call_tool`, giving up on :meth:`result` (a timeout,
-    cancelling the awaiting code) leaves the task running on the server:
-    call :meth:`cancel` to stop it.
+    the client's callbacks (each request once, however many polls show it), and
+    shows every task it polls to ``on_status`` (to show the task's status as it
+    goes). Unlike :meth:`Client.call_tool`, giving up on :meth:`result` (a
+    timeout, cancelling the awaiting code) leaves the task running on the
+    server: call :meth:`cancel` to stop it.
 
     The handle works the same in a session negotiated at 2025-11-25 (the
     experimental tasks): :meth:`status` maps that revision's ``tasks/get`` to
@@ -180,6 +185,11 @@ class TaskHandle:
         # 2025-11-25: what tasks/result answered once the task ended (its result or its error).
         self._payload: dict[str, Any] | None = None
         self._failure: dict[str, Any] | None = None
+        # The progress callback of the call (Client.start_tool's): where result() sends the
+        # status messages by default; 2025-11-25: watching the call's progressToken, which
+        # stays valid for the task's life ("Task Progress Notifications"), until it ends.
+        self._progress: _Progress | None = None
+        self._progress_token: str | None = None
 
     def __repr__(self) -> str:
         status = self.last.status if self.last is not None else ("completed" if self._result else "?")
@@ -228,7 +238,15 @@ class TaskHandle:
             task = await self._request("tasks/get", {"taskId": self._task_id}, DetailedTask)
         self.last = task
         self._interval = _interval(task, self._interval)
+        if task.status in TERMINAL:
+            self._release()  # an ended task reports no more progress
         return task
+
+    def _release(self) -> None:
+        """Stop watching the call's ``progressToken`` (2025-11-25)."""
+        token, self._progress_token = self._progress_token, None
+        if token is not None:
+            self._client.handlers.progress.pop(token, None)
 
     async def cancel(self) -> None:
         """Ask the server to cancel the task (``tasks/cancel``). Cancellation is cooperative:
@@ -255,7 +273,11 @@ class TaskHandle:
             self.last = task
 
     async def result(
-        self, *, timeout: float | None = None, progress: ProgressCallback | None = None
+        self,
+        *,
+        timeout: float | None = None,
+        progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
     ) -> t.CallToolResult:
         """Wait for the task to end and return its ``CallToolResult`` (a tool's own failure is a
         result with ``is_error``, as for a plain call).
@@ -267,14 +289,24 @@ class TaskHandle:
         or has ended, brings the result). A ``failed`` task raises its JSON-RPC error as
         :class:`MCPError`; a ``cancelled`` one raises :class:`MCPError` with code
         ``REQUEST_CANCELLED`` (-1002). ``timeout`` bounds the wait (``MCPError`` with
-        ``REQUEST_TIMEOUT``); the task itself goes on. ``progress`` is called with
-        ``(n, None, statusMessage)`` each time the status message changes.
+        ``REQUEST_TIMEOUT``); the task itself goes on.
+
+        ``progress`` is called with ``(n, None, statusMessage)`` each time the status message
+        changes (``n`` counting on from the call's last progress). Without it, the status
+        messages go to the ``progress`` given to :meth:`Client.start_tool`, if any, except in
+        a 2025-11-25 session, where the task's own ``notifications/progress`` reach that
+        callback already. ``on_status`` is called with each :class:`DetailedTask` polled (as
+        :meth:`status` returns it), the last one being the task's end: to show the task as it
+        goes. An exception it raises ends the wait (the task goes on). A call answered at
+        once returns its result without either being called.
         """
         if self._result is not None:
             return self._result
+        if progress is None and self._progress_token is None:
+            progress = self._progress
         try:
             async with asyncio.timeout(timeout):
-                return await self._follow(progress_counter(progress))
+                return await self._follow(progress_counter(progress), on_status)
         except TimeoutError:
             raise MCPError(
                 REQUEST_TIMEOUT,
@@ -340,7 +372,9 @@ class TaskHandle:
 
     # -- following a task --------------------------------------------------------
 
-    async def _follow(self, progress: _Progress | None) -> t.CallToolResult:
+    async def _follow(
+        self, progress: _Progress | None, on_status: StatusCallback | None = None
+    ) -> t.CallToolResult:
         failure: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
         self._waiters += 1
         try:
@@ -360,6 +394,10 @@ class TaskHandle:
                     await self._pause(failure)
                     continue
                 lost = 0
+                if on_status is not None:
+                    shown = on_status(task)
+                    if inspect.isawaitable(shown):
+                        await shown
                 await self._note(task, progress)
                 ended = self._outcome(task)
                 if ended is not None:
@@ -609,20 +647,56 @@ async def call_tool(
 ) -> t.CallToolResult:
     """:meth:`Client.call_tool`: a plain call, or a task followed to its end (either era)."""
     deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+    handle = await start_tool(client, name, params, task=task, ttl=ttl, timeout=timeout, progress=progress)
+    if handle._result is not None:
+        return handle._result
+    try:
+        # (2025-11-25: the task's progress comes as notifications; status messages are not
+        # passed on. TaskHandle.result() decides the same way.)
+        return await follow(
+            client,
+            handle,
+            name,
+            deadline=deadline,
+            timeout=timeout,
+            progress=None if handle._progress_token is not None else handle._progress,
+        )
+    finally:
+        handle._release()
+
+
+async def start_tool(
+    client: Client,
+    name: str,
+    params: dict[str, Any],
+    *,
+    task: bool | None,
+    ttl: float | None,
+    timeout: float | None,
+    progress: ProgressCallback | None,
+) -> TaskHandle:
+    """:meth:`Client.start_tool`, and the call :meth:`Client.call_tool` makes: the handle of
+    the task the server made of the call, or of the call answered at once.
+
+    Which calls may become tasks is :func:`wants_task`'s (2025-11-25) or the extension's
+    declaration (2026-07-28), ``task`` as for :meth:`Client.call_tool`.
+    """
     counted = progress_counter(progress)
     legacy = not client.is_modern
     if not legacy and not (client.options.tasks if task is None else task):
         # 2026-07-28 without the extension declared: no task can come of it.
-        return await client._call(
+        result = await client._call(
             "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=counted, declare_tasks=False
         )
+        return TaskHandle(client, None, result=result, name=name)
     if legacy:
         known = client._task_state.modes is not None
         if not await wants_task(client, name, task, may_list=task is True):
             try:
-                return await client._call(
+                result = await client._call(
                     "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=counted
                 )
+                return TaskHandle(client, None, result=result, name=name)
             except MCPError as exc:
                 # Called plainly because the tools were not listed yet (listing before every
                 # first call would cost each session a request): a refusal that says the tool
@@ -632,39 +706,28 @@ async def call_tool(
                 if known or not refused or not await wants_task(client, name, task, may_list=True):
                     raise
     track = Outstanding(legacy=legacy)
-    watch = legacy and counted is not None
-    if watch:
+    token = track.first_id if legacy and counted is not None else None
+    if token is not None:
         # 2025-11-25 "Task Progress Notifications": the call's progressToken (its request
-        # id here) stays valid for the task's life: its progress reaches the callback.
+        # id here) stays valid for the task's life: its progress reaches the callback,
+        # from the start (a notification may come before the task's handle).
         assert counted is not None
-        client.handlers.progress[track.first_id] = counted
+        client.handlers.progress[token] = counted
     try:
         made = await _create(
             client, name, _with_task(params, ttl) if legacy else params, track, timeout, counted
         )
-        if not isinstance(made, TaskHandle):
-            return made
-        # 2025-11-25: real progress comes as notifications; status messages are not passed on.
-        return await follow(
-            client, made, name, deadline=deadline, timeout=timeout, progress=None if legacy else counted
-        )
-    finally:
-        if watch:
-            client.handlers.progress.pop(track.first_id, None)
-
-
-async def start_tool(
-    client: Client, name: str, params: dict[str, Any], *, ttl: float | None, timeout: float | None
-) -> TaskHandle:
-    """:meth:`Client.start_tool`: ask for a task (2025-11-25: when the tool supports tasks)."""
-    legacy = not client.is_modern
-    if legacy and not await wants_task(client, name, True, may_list=True):
-        result = await client._call("tools/call", params, t.CallToolResult, timeout=timeout)
-        return TaskHandle(client, None, result=result, name=name)
-    made = await _create(
-        client, name, _with_task(params, ttl) if legacy else params, Outstanding(legacy=legacy), timeout, None
-    )
-    return made if isinstance(made, TaskHandle) else TaskHandle(client, None, result=made, name=name)
+    except BaseException:
+        if token is not None:
+            client.handlers.progress.pop(token, None)
+        raise
+    if not isinstance(made, TaskHandle):
+        if token is not None:
+            client.handlers.progress.pop(token, None)
+        return TaskHandle(client, None, result=made, name=name)
+    made._progress = counted
+    made._progress_token = token  # released once the handle sees the task end
+    return made
 
 
 async def wants_task(client: Client, name: str, task: bool | None, *, may_list: bool) -> bool:
