@@ -314,6 +314,87 @@ def test_task_commands_need_a_url(url: str, tmp_path: Path) -> None:
     assert r.code == 4 and "a revision without tasks" in r.stderr, r
 
 
+DASHED_SERVER = """
+import asyncio
+import itertools
+import secrets
+
+from mcpkit import MCPServer
+from mcpkit.server import tasks
+from mcpkit.server.tasks import TaskSettings
+
+# Another server's ids may start with '-' (mcpkit's never do): this one's always do.
+_made = itertools.count(1)
+tasks.new_task_id = lambda: f"-dash{next(_made)}-{secrets.token_hex(8)}"
+
+server = MCPServer("dashed", tasks=TaskSettings(poll_interval=0.05))
+
+
+@server.tool(task="optional")
+async def nap(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return f"slept {seconds:g}"
+"""
+
+
+@pytest.fixture(scope="module")
+def dashed_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server whose task ids start with '-', over HTTP."""
+    path = tmp_path_factory.mktemp("dashed") / "dashed_server.py"
+    path.write_text(DASHED_SERVER)
+    served = Served([str(path), "--transport", "http", "--port", "0"])
+    try:
+        yield served.wait_for(r"Streamable HTTP +(http://\S+)")[1]
+    finally:
+        assert served.stop() == 0, served.text
+        assert "Traceback" not in served.text, served.text
+
+
+def test_task_ids_that_start_with_a_dash(dashed_url: str, background: type[Background]) -> None:
+    url = dashed_url
+    r = run("call", url, "nap", "seconds=0.2")
+    assert (r.code, r.stdout) == (0, "slept 0.2\n"), r
+    task_id = re.search(_STARTED, r.stderr)[1]  # type: ignore[index]
+    assert task_id.startswith("-dash"), r
+    # The way back it prints puts the id where no option is read: after --.
+    assert f"from another shell: mcpkit task get {url} -- {task_id}" in r.stderr, r
+
+    # Right after TARGET (options before or after it): the id, not an unknown option.
+    r = run("task", "get", url, task_id, "--json")
+    assert r.code == 0 and r.json()["taskId"] == task_id and r.json()["status"] == "completed", r
+    r = run("task", "get", "--json", url, "-v", task_id)
+    assert r.code == 0 and r.json()["taskId"] == task_id, r
+    # After --, as printed.
+    r = run("task", "wait", url, "--", task_id)
+    assert (r.code, r.stdout) == (0, "slept 0.2\n"), r
+
+    call = background("call", url, "nap", "seconds=600")
+    running = call.wait_for(_STARTED)[1]
+    r = run("task", "get", url, "--", running)
+    assert r.code == 0 and "status\tworking" in r.stdout, r
+    assert f"mcpkit task wait {url} -- {running} follows it to its end" in r.stderr, r
+    r = run("task", "cancel", url, running, "--timeout", "20")
+    assert r.code == 0 and running in r.stdout, r
+    ended = call.finish()
+    assert ended.code == 4 and f"task {running} was cancelled" in ended.stderr, ended
+
+
+def test_a_2025_11_25_call_of_a_required_task_tool_shows_its_task(url: str) -> None:
+    """At 2025-11-25 the client asks for a task for a tool whose tasks are required (plain calls
+    otherwise), and follows it as a 2026-07-28 task: id, status, the way back (at that revision:
+    each era sees only its own tasks)."""
+    r = run("call", url, "slow_compute", "seconds=0", "--protocol", "2025-11-25")
+    assert (r.code, r.stdout, r.stderr) == (0, "computed  after 0s\n", ""), r
+    r = run("call", url, "failing_job", "--protocol", "2025-11-25")
+    assert r.code == 4 and "tool failing_job reported an error: the job failed" in r.stderr, r
+    task_id = re.search(_STARTED, r.stderr)[1]  # type: ignore[index]
+    again = f"mcpkit task get {url} --protocol 2025-11-25 {task_id}"
+    assert f"task {task_id} started; Ctrl+C cancels it; from another shell: {again}" in r.stderr, r
+    assert f"task {task_id}: failed" in r.stderr, r  # (a tool's own failure fails the task there)
+    r = run(*again.split()[1:], "--json")
+    assert r.code == 0 and r.json()["status"] == "failed" and r.json()["result"]["isError"] is True, r
+
+
 # -- a task's questions, answered on a terminal ---------------------------------------------------
 
 

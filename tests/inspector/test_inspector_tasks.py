@@ -398,16 +398,50 @@ def test_the_panel_is_bounded(inspector: RunningInspector, monkeypatch: pytest.M
 # -- eras, guards, validation --------------------------------------------------------------------
 
 
-def test_a_legacy_session_has_no_tasks(inspector: RunningInspector) -> None:
+def test_a_2025_11_25_session_has_that_revisions_tasks(inspector: RunningInspector) -> None:
+    """At 2025-11-25 the client asks for a task where Client.call_tool would (a tool whose tasks
+    are required), and the panel follows it as any other; older revisions have no tasks."""
     with inspector.client() as c:
-        body = stdio_body(EVERYTHING, protocol="2025-11-25")
+        body = stdio_body(TASKER, protocol="2025-11-25")
         assert c.post("/api/connect", json=body).status_code == 200
-        res = c.post("/api/tools/call", json={"name": "slow_compute", "arguments": {"seconds": 0.1}})
-        assert res.json()["result"]["content"][0]["text"] == "computed  after 0.1s"
-        assert "task" not in res.json()
-        res = c.post("/api/tasks/open", json={"taskId": "abc"})
-        assert res.status_code == 409 and "2026-07-28" in res.json()["error"]["message"]
+        # A tool whose tasks are optional goes plain, as call_tool makes the call.
+        res = c.post("/api/tools/call", json={"name": "steps", "arguments": {"count": 1}})
+        assert res.json()["result"]["content"][0]["text"] == "1 steps done" and "task" not in res.json()
         assert c.get("/api/state").json()["tasks"] == []
+
+        # A required one becomes a task; its question (a request of its own, tagged with the
+        # task) is a pending request tagged with it, without an answer timeout.
+        task = _start(c, "approve", {"item": "x"})
+        task_id = task["taskId"]
+        assert task["tool"] == "approve" and task["origin"] == "call" and task["followed"] is True
+        (pending,) = _pending_for(c, task_id)
+        assert pending["task"] == {"taskId": task_id, "tool": "approve"} and pending["expires"] is None
+        assert pending["params"]["message"] == "Approve x?"
+        answer = {"id": pending["id"], "action": "accept", "content": {"ok": True}}
+        assert c.post("/api/answer", json=answer).status_code == 200
+        done = _ended(c, task_id)
+        assert done["status"] == "completed"
+        assert done["result"]["content"] == [{"type": "text", "text": "approved x"}]
+        assert [m["params"]["taskId"] for _, m in _sent(inspector, "tasks/result")] >= [task_id]
+
+        # Cancelled from the panel, and opened again by id.
+        task_id = _start(c, "approve", {"item": "y"})["taskId"]
+        _pending_for(c, task_id)
+        assert c.post("/api/tasks/cancel", json={"taskId": task_id}).status_code == 200
+        assert _ended(c, task_id)["status"] == "cancelled"
+        assert c.post("/api/tasks/forget", json={"taskId": task_id}).status_code == 200
+        reopened = c.post("/api/tasks/open", json={"taskId": task_id})
+        assert reopened.status_code == 200 and reopened.json()["task"]["status"] == "cancelled"
+        res = c.post("/api/tasks/open", json={"taskId": "no-such-task"})
+        assert res.status_code == 502 and res.json()["error"]["code"] == -32602
+
+    with inspector.client() as c:
+        body = stdio_body(TASKER, protocol="2025-06-18")
+        assert c.post("/api/connect", json=body).status_code == 200
+        kept = c.get("/api/state").json()["tasks"]  # (the panel keeps the tasks seen before)
+        res = c.post("/api/tasks/open", json={"taskId": "abc"})
+        assert res.status_code == 409 and "2025-11-25" in res.json()["error"]["message"]
+        assert c.get("/api/state").json()["tasks"] == kept
 
 
 @pytest.mark.parametrize(

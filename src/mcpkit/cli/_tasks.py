@@ -2,14 +2,17 @@
 and ``mcpkit task get|cancel|wait TARGET TASK_ID``.
 
 A server of the 2026-07-28 era may answer a ``tools/call`` with a task (the
-``io.modelcontextprotocol/tasks`` extension, SEP-2663) instead of the result. The
-CLI then prints the task's id at once (on stderr), follows it by polling
-``tasks/get`` and shows its status and ``statusMessage`` as they change: on a
-terminal in place (the spinner's line), otherwise one line per change, so a log
-keeps them all. The task's input requests are answered with the form that answers
-elicitation (:class:`~mcpkit.cli._prompt_user.TerminalAsker`); Ctrl+C during
-``mcpkit call`` cancels the task (``tasks/cancel``) before exiting, as a plain
-call is cancelled when its caller gives up.
+``io.modelcontextprotocol/tasks`` extension, SEP-2663) instead of the result; in a
+2025-11-25 session the client asks for one for a tool whose tasks are required (the
+experimental tasks of that revision). The CLI then prints the task's id at once (on
+stderr), follows it by polling ``tasks/get`` and shows its status and
+``statusMessage`` as they change: on a terminal in place (the spinner's line),
+otherwise one line per change, so a log keeps them all. The task's input requests
+are answered with the form that answers elicitation
+(:class:`~mcpkit.cli._prompt_user.TerminalAsker`); Ctrl+C during ``mcpkit call``
+cancels the task (``tasks/cancel``) before exiting, as a plain call is cancelled
+when its caller gives up. All of it through the client's public API:
+:meth:`Client.start_tool` and :meth:`TaskHandle.result` with ``on_status``.
 
 A task outlives the connection that created it, not the server process: the
 ``task`` commands reach it by URL only (a stdio server started for the command
@@ -23,22 +26,22 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..client.tasks import TaskHandle
-from ..protocol.tasks import TERMINAL, CreateTaskResult, DetailedTask
+from ..protocol.tasks import TERMINAL, DetailedTask
 from ._output import EXIT_OK, EXIT_PROTOCOL, EXIT_TERMINATED, EXIT_USAGE, CLIError, Console, Spinner
 from ._target import Target, connected, request_error
 
 if TYPE_CHECKING:
-    from ..client import Client
+    from ..client import Client, TaskHandle
     from ..protocol import types as t
 
 __all__ = [
+    "TaskCall",
     "TaskLine",
-    "WatchedTask",
     "cmd_task_cancel",
     "cmd_task_get",
     "cmd_task_wait",
@@ -60,6 +63,8 @@ class TaskLine:
         self.what = what
         self.target = target
         self.task_id: str | None = None
+        #: The session's revision is 2025-11-25 (its tasks are not the extension's).
+        self.legacy = False
         self._shown: tuple[str, str | None] | None = None
 
     def say(self, text: str) -> None:
@@ -74,11 +79,14 @@ class TaskLine:
         if cancels:
             parts.append("Ctrl+C cancels it")
         if self.target.url is not None:
-            parts.append(f"from another shell: mcpkit task get {self.target.url} {task_id}")
+            # (A 2025-11-25 task is "not found" to a 2026-07-28 tasks/get: each era its own.)
+            again = " --protocol 2025-11-25" if self.legacy else ""
+            parts.append(f"from another shell: mcpkit task get {self.target.url}{again} {_id_word(task_id)}")
         self.say("; ".join(parts))
         self._show(status, None, said=True)
 
     def seen(self, task: DetailedTask) -> None:
+        """A task polled (``on_status`` of :meth:`TaskHandle.result`): shown if it changed."""
         message = task.status_message if isinstance(task.status_message, str) else None
         self._show(task.status, message)
 
@@ -93,28 +101,12 @@ class TaskLine:
             self.say(text)
 
 
-class WatchedTask(TaskHandle):
-    """A :class:`TaskHandle` that shows every status it reads (``tasks/get``) on a :class:`TaskLine`.
+@dataclass
+class TaskCall:
+    """A task being followed by a command: its handle, and the line showing it."""
 
-    :meth:`TaskHandle.result` polls through :meth:`status`, so each poll is seen here.
-    """
-
-    def __init__(
-        self,
-        client: Client,
-        task_id: str,
-        line: TaskLine,
-        *,
-        created: CreateTaskResult | None = None,
-        name: str | None = None,
-    ) -> None:
-        super().__init__(client, task_id, created=created, name=name)
-        self.line = line
-
-    async def status(self) -> DetailedTask:
-        task = await super().status()
-        self.line.seen(task)
-        return task
+    handle: TaskHandle
+    line: TaskLine
 
 
 async def start_call(
@@ -125,33 +117,22 @@ async def start_call(
     *,
     timeout: float | None,
     progress: Callable[[float, float | None, str | None], Awaitable[None]],
-) -> t.CallToolResult | WatchedTask:
+) -> t.CallToolResult | TaskCall:
     """``tools/call``: its result, or the task the server made of it (to :func:`follow`).
 
-    The request itself is :meth:`Client.call_tool`'s, with the progress of the call
-    before it becomes a task (``task_after``) going to ``progress``; the task is then
+    The call is made as :meth:`Client.call_tool` makes it (``task=None``: at 2026-07-28
+    the server decides; at 2025-11-25 a task for a tool whose tasks are required), with
+    its progress going to ``progress`` (a 2025-11-25 task's progress too); a task is then
     followed here rather than inside ``call_tool``, so that its id and status can be shown.
     """
-    from ..client.tasks import TaskCreated
-    from ..protocol import types as t
-
-    if not client.is_modern:
-        # The 2025-11-25 experimental tasks are the client's to ask for and follow: there
-        # the call goes through call_tool, a task or not, without a task line.
-        return await client.call_tool(name, arguments, timeout=timeout, progress=progress)
-    params = {"name": name, "arguments": arguments}
-    try:
-        # (Client.start_tool does not take a progress callback: the call's own
-        # notifications would be lost before the task exists.)
-        return await client._call(
-            "tools/call", params, t.CallToolResult, timeout=timeout, on_progress=progress
-        )
-    except TaskCreated as answer:
-        created = answer.created
-        return WatchedTask(client, created.task_id, line, created=created, name=name)
+    handle = await client.start_tool(name, arguments, timeout=timeout, progress=progress, task=None)
+    if not handle.is_task:
+        return await handle.result()  # answered at once
+    line.legacy = not client.is_modern
+    return TaskCall(handle, line)
 
 
-async def follow(handle: WatchedTask, *, cancel_on_exit: bool) -> t.CallToolResult:
+async def follow(call: TaskCall, *, cancel_on_exit: bool) -> t.CallToolResult:
     """The task's result, polled to its end; a failed or cancelled task raises its error.
 
     With ``cancel_on_exit`` (``mcpkit call``), a task that has not ended when the command
@@ -161,34 +142,44 @@ async def follow(handle: WatchedTask, *, cancel_on_exit: bool) -> t.CallToolResu
     the command with :data:`EXIT_TERMINATED`. Otherwise (``mcpkit task wait``) the task
     goes on.
     """
-    line = handle.line
+    handle, line = call.handle, call.line
     terminated = _on_sigterm() if cancel_on_exit else None
     if line.task_id is None and handle.task_id is not None:
         # Said once the signals are ours: a user who reads the id may stop the command.
         status = handle.last.status if handle.last is not None else "working"
         line.started(handle.task_id, status, cancels=cancel_on_exit)
     try:
-        return await handle.result()
+        # The status line shows the status messages (a progress callback would say them again).
+        return await handle.result(on_status=line.seen, progress=_shown_with_the_status)
     except BaseException as exc:
         if handle.last is not None and handle.last.status in TERMINAL:
             raise  # the task's own end
         if cancel_on_exit:
-            await _cancel(handle)
+            await _cancel(call)
             if terminated is not None and terminated.is_set():
                 current = asyncio.current_task()
                 if current is not None:
                     current.uncancel()
                 raise CLIError("terminated by SIGTERM", EXIT_TERMINATED) from None
         elif isinstance(exc, asyncio.CancelledError):
-            line.say(
-                f"stopped waiting; task {handle.task_id} goes on "
-                f"(mcpkit task cancel {line.target.url or 'TARGET'} {handle.task_id} stops it)"
-            )
+            again = f"mcpkit task cancel {line.target.url or 'TARGET'} {_id_word(handle.task_id or '')}"
+            line.say(f"stopped waiting; task {handle.task_id} goes on ({again} stops it)")
         raise
     finally:
         if terminated is not None:
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGTERM)
+
+
+def _shown_with_the_status(progress: float, total: float | None, message: str | None) -> None:
+    """The progress callback of a followed task: nothing to do, :meth:`TaskLine.seen` shows
+    each status message with the task's status."""
+
+
+def _id_word(task_id: str) -> str:
+    """A task id as a command line takes it: one that starts with '-' (another server's ids
+    may) goes after ``--``, where it cannot be read as an option."""
+    return f"-- {task_id}" if task_id.startswith("-") else task_id
 
 
 def _on_sigterm() -> asyncio.Event | None:
@@ -209,9 +200,9 @@ def _on_sigterm() -> asyncio.Event | None:
     return event
 
 
-async def _cancel(handle: WatchedTask) -> None:
+async def _cancel(call: TaskCall) -> None:
     """``tasks/cancel``, best effort, and what became of it on stderr."""
-    line = handle.line
+    handle, line = call.handle, call.line
     try:
         async with asyncio.timeout(CANCEL_GRACE):
             await handle.cancel()
@@ -241,6 +232,11 @@ _STDIO_HINT = (
 def _task_words(args: argparse.Namespace) -> tuple[Target, str]:
     from ._use import split_words
 
+    command = args.command_argv
+    if command is not None and len(command) == 1 and len(args.words) == 1:
+        # mcpkit task get URL -- TASK_ID: the id after --, where one that starts with '-'
+        # (another server's may) is no option. (A server command after -- is no target here.)
+        args.words, args.command_argv = [*args.words, *command], None
     target, words = split_words(args, 1, "TASK_ID")
     if len(words) > 1:
         raise CLIError(f"unexpected arguments: {' '.join(words[1:])}", EXIT_USAGE)
@@ -302,7 +298,7 @@ async def _task_get(target: Target, task_id: str, args: argparse.Namespace, cons
     show_task(console, task)
     if task.status in ("working", "input_required"):
         console.info(
-            f"mcpkit task wait {target.url} {task_id} follows it to its end"
+            f"mcpkit task wait {target.url} {_id_word(task_id)} follows it to its end"
             + (", answering its questions on a terminal" if task.status == "input_required" else "")
         )
     return EXIT_OK
@@ -393,9 +389,8 @@ async def _task_wait(target: Target, task_id: str, args: argparse.Namespace, con
         async with Spinner(console, f"waiting for task {task_id}") as spinner:
             line = TaskLine(console, spinner, "waiting", target)
             line.task_id = task_id
-            handle = WatchedTask(client, task_id, line)
             try:
-                result = await follow(handle, cancel_on_exit=False)
+                result = await follow(TaskCall(client.task(task_id), line), cancel_on_exit=False)
             except (CLIError, asyncio.CancelledError):
                 raise
             except Exception as exc:

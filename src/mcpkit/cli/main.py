@@ -328,7 +328,9 @@ _TASK_TARGETS = (
     "TARGET is the server's http(s):// URL (or the NAME of such a server in --config): a task lives "
     "in the server process that made it (or in the Redis its workers share), so it outlives the "
     "connection that started it, but a stdio server's tasks end with the process, which no other "
-    "command can reach. Tasks are the 2026-07-28 era's (the io.modelcontextprotocol/tasks extension)."
+    "command can reach. Tasks are the 2026-07-28 era's (the io.modelcontextprotocol/tasks extension) "
+    "and, experimental, 2025-11-25's (--protocol 2025-11-25). A TASK_ID that starts with '-' is taken "
+    "as the id right after TARGET, or may follow --: mcpkit task get URL [options] -- TASK_ID."
 )
 
 
@@ -538,9 +540,47 @@ def parse(parser: argparse.ArgumentParser, head: list[str]) -> argparse.Namespac
         current, rest = subs[rest[0]], rest[1:]
     if not names or _subparsers(current):
         return parser.parse_args(head)  # help, version, errors, or a missing sub-command
+    dashed = None
+    if names[0] == "task":
+        rest, dashed = _take_dashed_task_id(current, rest)
     args = current.parse_intermixed_args(rest)
     args.cmd = " ".join(names)
+    if dashed is not None:
+        args.words.insert(1, dashed)  # TARGET, then TASK_ID
     return args
+
+
+def _take_dashed_task_id(parser: argparse.ArgumentParser, words: list[str]) -> tuple[list[str], str | None]:
+    """``mcpkit task ACTION TARGET TASK_ID``: a TASK_ID that starts with '-' (mcpkit's ids never
+    do; another server's may) would be read as an option. The word right after TARGET is taken
+    out as the id when it is not one of the command's options (exactly, or as ``-vv``); an id
+    that starts with ``--`` must follow ``--``. The words left, and the id taken (or None).
+    """
+    options = parser._option_string_actions
+    positionals = 0
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if len(word) < 2 or not word.startswith("-"):
+            positionals += 1
+            if positionals > 1:
+                break  # TASK_ID was given plainly
+            i += 1
+            continue
+        if positionals == 1 and not word.startswith("--") and not _short_options(word, options):
+            return words[:i] + words[i + 1 :], word
+        action = options.get(word.split("=", 1)[0])
+        # An option's value is its own word unless attached (--timeout=5): skip it.
+        i += 2 if action is not None and action.nargs is None and "=" not in word else 1
+    return words, None
+
+
+def _short_options(word: str, options: dict[str, argparse.Action]) -> bool:
+    """Whether ``word`` is an option (``-v``) or a cluster of flags (``-vh``)."""
+    if word in options:
+        return True
+    flags = word[1:]
+    return all(f"-{c}" in options and options[f"-{c}"].nargs == 0 for c in flags)
 
 
 def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:

@@ -12,17 +12,19 @@ import asyncio
 import re
 import time
 from collections.abc import Awaitable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..client.client import Client
-from ..client.tasks import TaskCreated
+from ..client.tasks import TaskHandle
 from ..protocol import types as t
-from ..protocol.tasks import CreateTaskResult
 from ..session.engine import ProgressCallback
 from ._api import LOG_LEVELS, ApiError, ConnectSpec, _builtins, _error_from, _string_map, _text
 from ._events import EventHub
 from ._tasks import TaskBoard, TrackedTask, task_id_from
 from ._templates import expand, variables
+
+if TYPE_CHECKING:
+    from ._session import Pending
 
 __all__ = ["ServerCalls"]
 
@@ -37,6 +39,7 @@ class ServerCalls:
     spec: ConnectSpec | None
     status: Literal["disconnected", "connecting", "connected", "error"]
     tasks: TaskBoard
+    pending: dict[str, Pending]
     _calls: dict[str, asyncio.Task[Any]]
 
     # -- inspector → server ------------------------------------------------------
@@ -102,10 +105,14 @@ class ServerCalls:
         started = time.perf_counter()
         outcome = await self._run(call_id, _start_call(client, name, dict(arguments), progress))
         duration = round((time.perf_counter() - started) * 1000, 3)
-        if isinstance(outcome, CreateTaskResult):
-            # The server made a task of the call: the page gets it at once, and follows it
-            # in its Tasks panel (polled here, published as "task" events).
-            tracked = self.tasks.track_call(client, outcome, name, arguments)
+        if isinstance(outcome, TaskHandle):
+            # The call became a task: the page gets it at once, and follows it in its
+            # Tasks panel (polled here, published as "task" events).
+            tracked = self.tasks.track_call(outcome, name, arguments)
+            for pending in self.pending.values():
+                # (2025-11-25: the task's first question may have come before its answer.)
+                if pending.task is not None and pending.task["taskId"] == tracked.task_id:
+                    pending.task["tool"] = tracked.tool
             return {"task": tracked.to_json(), "durationMs": duration}
         return {"result": _builtins(outcome), "durationMs": duration}
 
@@ -213,16 +220,9 @@ class ServerCalls:
 
 async def _start_call(
     client: Client, name: str, arguments: dict[str, Any], progress: ProgressCallback
-) -> t.CallToolResult | CreateTaskResult:
-    """``tools/call`` as :meth:`Client.call_tool` sends it (the progress of the call before
-    it becomes a task included); a task the server makes of it is returned, not followed.
-
-    (:meth:`Client.start_tool` takes no progress callback, and ``call_tool`` follows a task
-    without telling its id: hence the client's own request method, as ``mcpkit call`` does.)
-    """
-    try:
-        return await client._call(
-            "tools/call", {"name": name, "arguments": arguments}, t.CallToolResult, on_progress=progress
-        )
-    except TaskCreated as answer:
-        return answer.created
+) -> t.CallToolResult | TaskHandle:
+    """``tools/call`` as :meth:`Client.call_tool` makes it (``task=None``), its progress to
+    ``progress`` (a 2025-11-25 task's progress too); the handle of a task the call becomes,
+    not followed here, or the result of a call answered at once."""
+    handle = await client.start_tool(name, arguments, progress=progress, task=None)
+    return handle if handle.is_task else await handle.result()

@@ -40,7 +40,7 @@ from ._api import (
 )
 from ._calls import ServerCalls
 from ._events import EventHub
-from ._tasks import TASK_ASKING, TaskBoard
+from ._tasks import TaskBoard
 from ._traffic import RecordingChannel, TrafficRecorder
 
 __all__ = ["InspectorSession", "Pending"]
@@ -307,8 +307,8 @@ class InspectorSession(ServerCalls):
         # A task's input request waits as long as the task lives (the task is parked in
         # input_required meanwhile; it ends, and the question with it, at its TTL or when
         # cancelled); a request of a call waits answer_timeout.
-        task = TASK_ASKING.get()
-        timeout = None if task is not None else self.answer_timeout
+        asked = self.tasks.asking(params)
+        timeout = None if asked is not None else self.answer_timeout
         pending = Pending(
             id=secrets.token_hex(8),
             kind=kind,
@@ -316,7 +316,7 @@ class InspectorSession(ServerCalls):
             created=now,
             expires=None if timeout is None else now + timeout,
             future=asyncio.get_running_loop().create_future(),
-            task={"taskId": task.task_id, "tool": task.tool} if task is not None else None,
+            task={"taskId": asked[0], "tool": asked[1].tool if asked[1] else None} if asked else None,
         )
         self.pending[pending.id] = pending
         self.hub.publish("pending", pending.to_json())
@@ -333,8 +333,9 @@ class InspectorSession(ServerCalls):
             raise MCPError(-1, "the user did not answer the sampling request in time") from None
         except MCPError:
             outcome = "decline"
-            if task is not None:
-                task.refused = True
+            tracked = (asked[1] or self.tasks.tasks.get(asked[0])) if asked is not None else None
+            if tracked is not None:
+                tracked.refused = True
             raise
         finally:
             self.pending.pop(pending.id, None)

@@ -1,18 +1,22 @@
-"""The tasks the inspector follows (the ``io.modelcontextprotocol/tasks`` extension).
+"""The tasks the inspector follows (the ``io.modelcontextprotocol/tasks`` extension,
+and the experimental tasks of 2025-11-25).
 
 In the 2026-07-28 era a server may answer a ``tools/call`` with a task instead of
-the result (SEP-2663). A call from the page that becomes a task, or a task the page
-opens by id (one created elsewhere, e.g. through another client of an HTTP server),
-is kept here as a :class:`TrackedTask` and followed in the background by a
-:class:`FollowedTask`: :meth:`~mcpkit.client.tasks.TaskHandle.result` polls
-``tasks/get`` at the server's ``pollIntervalMs`` (within the client's bounds) and
-every poll is published as a ``task`` event for the page's Tasks panel.
+the result (SEP-2663); in a 2025-11-25 session the client asks for one for a tool
+whose tasks are required (as :meth:`~mcpkit.client.Client.call_tool` would). A call
+from the page that becomes a task (:meth:`~mcpkit.client.Client.start_tool`), or a
+task the page opens by id (one created elsewhere, e.g. through another client of an
+HTTP server), is kept here as a :class:`TrackedTask` and followed in the background:
+:meth:`~mcpkit.client.tasks.TaskHandle.result` polls ``tasks/get`` at the server's
+interval (within the client's bounds) and shows every poll to ``on_status``, which
+publishes it as a ``task`` event for the page's Tasks panel.
 
 The task's input requests are answered as the client answers them anyway, through
 its callbacks: the inspector's own elicitation and sampling handlers, which show
 the request to the user as a pending request tagged with the task
-(:data:`TASK_ASKING`), and its roots. The handle sends each answer with
-``tasks/update``. ``tasks/cancel`` comes from the page's Cancel button.
+(:data:`TASK_ASKING`, or at 2025-11-25 the task the request names), and its roots.
+The handle sends each answer with ``tasks/update`` (2025-11-25: the answer is the
+request's). ``tasks/cancel`` comes from the page's Cancel button.
 """
 
 from __future__ import annotations
@@ -27,16 +31,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ..client.tasks import TaskHandle
+from ..client.tasks import TASKS_REVISION, TaskHandle
 from ..protocol.errors import MCPError
-from ..protocol.tasks import TERMINAL, CreateTaskResult, DetailedTask
+from ..protocol.tasks import RELATED_TASK, TERMINAL, CreateTaskResult, DetailedTask
 from ._api import ApiError, _text
 from ._events import EventHub
 
 if TYPE_CHECKING:
     from ..client.client import Client
 
-__all__ = ["TASK_ASKING", "FollowedTask", "TaskBoard", "TrackedTask", "task_id_from"]
+__all__ = ["TASK_ASKING", "TaskBoard", "TrackedTask", "has_tasks", "task_id_from"]
 
 logger = logging.getLogger("mcpkit.inspector")
 
@@ -71,6 +75,19 @@ _WIRE_FIELDS = (
 )
 
 
+def has_tasks(client: Client) -> bool:
+    """Whether the session has tasks: the 2026-07-28 era, or 2025-11-25 (older ones have none)."""
+    return client.is_modern or client.protocol_version is TASKS_REVISION
+
+
+def _require_tasks(client: Client) -> None:
+    if not has_tasks(client):
+        version = client.protocol_version.value if client.protocol_version is not None else "?"
+        raise ApiError(
+            409, f"tasks need a connection in the 2026-07-28 era or at 2025-11-25 (this one is at {version})"
+        )
+
+
 def task_id_from(body: Mapping[str, Any]) -> str:
     """The ``taskId`` the page sent, checked: a task id travels in a JSON body and, over
     Streamable HTTP, in the ``Mcp-Name`` header, so no control characters."""
@@ -97,7 +114,7 @@ class TrackedTask:
     polls: int = 0
     #: Why the task is not followed, or what went wrong last (shown to the user).
     note: str | None = None
-    handle: FollowedTask | None = None
+    handle: TaskHandle | None = None
     follower: asyncio.Task[None] | None = None
     #: The user rejected an input request the protocol cannot decline (sampling).
     refused: bool = False
@@ -148,24 +165,6 @@ class TrackedTask:
         return out
 
 
-class FollowedTask(TaskHandle):
-    """A :class:`TaskHandle` whose every ``tasks/get`` (:meth:`result` polls through
-    :meth:`status`) updates its :class:`TrackedTask` and tells the page."""
-
-    def __init__(self, client: Client, tracked: TrackedTask, board: TaskBoard, **kwargs: Any) -> None:
-        super().__init__(client, tracked.task_id, name=tracked.tool, **kwargs)
-        self.tracked = tracked
-        self.board = board
-
-    async def status(self) -> DetailedTask:
-        task = await super().status()
-        if self.board.tasks.get(self.tracked.task_id) is self.tracked:
-            self.tracked.see(task)
-            self.tracked.polls += 1
-            self.board.publish(self.tracked)
-        return task
-
-
 class TaskBoard:
     """The tasks of the Tasks panel, by id (oldest first), and their followers."""
 
@@ -175,6 +174,28 @@ class TaskBoard:
 
     def publish(self, tracked: TrackedTask) -> None:
         self.hub.publish("task", tracked.to_json(whole=False))
+
+    def seen(self, tracked: TrackedTask, task: DetailedTask) -> None:
+        """A ``tasks/get`` of ``tracked`` (a poll of its follower, Refresh, Cancel): kept
+        and told to the page, unless the task has left the panel meanwhile."""
+        if self.tasks.get(tracked.task_id) is tracked:
+            tracked.see(task)
+            tracked.polls += 1
+            self.publish(tracked)
+
+    def asking(self, params: Mapping[str, Any]) -> tuple[str, TrackedTask | None] | None:
+        """The task a server's request belongs to, by id, with its entry in the panel if it
+        has one: the task whose input request is being answered here (:data:`TASK_ASKING`),
+        or the one the request names (2025-11-25: a task's questions come as requests of
+        their own, tagged with ``io.modelcontextprotocol/related-task``; the first may come
+        before the call's answer has put its task in the panel)."""
+        tracked = TASK_ASKING.get()
+        if tracked is not None:
+            return tracked.task_id, tracked
+        meta = params.get("_meta")
+        related = meta.get(RELATED_TASK) if isinstance(meta, Mapping) else None
+        task_id = related.get("taskId") if isinstance(related, Mapping) else None
+        return (task_id, self.tasks.get(task_id)) if isinstance(task_id, str) else None
 
     def snapshot(self) -> list[dict[str, Any]]:
         return [tracked.to_json(whole=False) for tracked in self.tasks.values()]
@@ -196,34 +217,36 @@ class TaskBoard:
                 raise ApiError(429, f"already following {MAX_TRACKED} tasks: forget some first")
             self.forget(idle.task_id)
 
-    def track_call(
-        self, client: Client, created: CreateTaskResult, tool: str, arguments: Mapping[str, Any]
-    ) -> TrackedTask:
-        """A tool call from the page became a task: show it and follow it."""
+    def track_call(self, handle: TaskHandle, tool: str, arguments: Mapping[str, Any]) -> TrackedTask:
+        """A tool call from the page became a task (``handle``, from
+        :meth:`~mcpkit.client.Client.start_tool`): show it and follow it."""
+        task_id = handle.task_id
+        assert task_id is not None
         self._make_room(must=True)
         text = _encode(dict(arguments)).decode()
         tracked = TrackedTask(
-            created.task_id,
+            task_id,
             tool,
             "call",
             {},
             arguments=text if len(text) <= 1024 else text[:1024] + "…",
         )
-        tracked.see(created)
-        self.tasks.pop(created.task_id, None)
-        self.tasks[created.task_id] = tracked
-        self._follow(client, tracked, created)
+        if isinstance(handle.last, CreateTaskResult | DetailedTask):
+            tracked.see(handle.last)
+        self.tasks.pop(task_id, None)
+        self.tasks[task_id] = tracked
+        self._follow(tracked, handle)
         return tracked
 
     async def open(self, client: Client, task_id: str) -> TrackedTask:
         """A task by id (created elsewhere, or one to follow again): one ``tasks/get`` to
         check it exists for this connection, then it is followed."""
-        if not client.is_modern:
-            raise ApiError(409, "tasks need a connection in the 2026-07-28 era (this one is older)")
+        _require_tasks(client)
         known = self.tasks.get(task_id)
         if known is not None and known.followed:
             return known
-        task = await client.task(task_id).status()  # not found: MCPError -32602, told as such
+        handle = client.task(task_id)
+        task = await handle.status()  # not found: MCPError -32602, told as such
         known = self.tasks.get(task_id)
         if known is not None and known.followed:
             return known  # followed meanwhile (a second click)
@@ -233,26 +256,29 @@ class TaskBoard:
             self.tasks[task_id] = known
         known.see(task)
         known.note = None
-        self._follow(client, known, None)
+        self._follow(known, handle)
         return known
 
     # -- following ----------------------------------------------------------------------
 
-    def _follow(self, client: Client, tracked: TrackedTask, created: CreateTaskResult | None) -> None:
+    def _follow(self, tracked: TrackedTask, handle: TaskHandle) -> None:
         if tracked.ended:
             self.publish(tracked)
             return
-        tracked.handle = FollowedTask(client, tracked, self, created=created)
+        tracked.handle = handle
         # The follower is an asyncio task of its own: TASK_ASKING set inside it stays there.
-        tracked.follower = asyncio.ensure_future(self._run_follower(tracked, tracked.handle))
+        tracked.follower = asyncio.ensure_future(self._run_follower(tracked, handle))
         self.publish(tracked)
 
-    async def _run_follower(self, tracked: TrackedTask, handle: FollowedTask) -> None:
+    async def _run_follower(self, tracked: TrackedTask, handle: TaskHandle) -> None:
         TASK_ASKING.set(tracked)
         try:
             while True:
                 try:
-                    await handle.result()
+                    # Every poll to the panel; the status messages are shown there too.
+                    await handle.result(
+                        on_status=lambda task: self.seen(tracked, task), progress=_in_the_panel
+                    )
                     return
                 except MCPError as exc:
                     if tracked.ended:
@@ -291,21 +317,20 @@ class TaskBoard:
         """``tasks/cancel``, then a ``tasks/get`` so the page sees the outcome at once
         (cancellation is cooperative: the task may still be ``working`` for a moment)."""
         tracked = self.get(task_id)
-        if not client.is_modern:
-            raise ApiError(409, "tasks need a connection in the 2026-07-28 era (this one is older)")
+        _require_tasks(client)
         handle = tracked.handle if tracked.followed and tracked.handle is not None else None
         if handle is None:
-            handle = FollowedTask(client, tracked, self)
+            handle = client.task(task_id)
         await self._cancel(handle)
-        await handle.status()
+        self.seen(tracked, await handle.status())
         return tracked
 
     async def refresh(self, client: Client, task_id: str) -> TrackedTask:
         """A ``tasks/get`` now (the page's Refresh, or a result too big for an event)."""
         tracked = self.get(task_id)
-        if client.is_modern and not tracked.ended:
+        if has_tasks(client) and not tracked.ended:
             handle = tracked.handle if tracked.followed and tracked.handle is not None else None
-            await (handle or FollowedTask(client, tracked, self)).status()
+            self.seen(tracked, await (handle or client.task(task_id)).status())
         return tracked
 
     def forget(self, task_id: str) -> None:
@@ -327,3 +352,8 @@ class TaskBoard:
                 followers.append(tracked.follower)
         # Each follower ends on its cancellation (its outcome is of no interest here).
         await asyncio.gather(*followers, return_exceptions=True)
+
+
+def _in_the_panel(progress: float, total: float | None, message: str | None) -> None:
+    """A followed task's progress callback: nothing to do, its status messages are shown with
+    the task in the panel (each poll is published)."""

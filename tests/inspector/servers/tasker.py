@@ -38,6 +38,15 @@ async def where(ctx: Context) -> str:
     return ", ".join(root.uri for root in await ctx.list_roots())
 
 
+@server.tool(task="required")
+async def approve(item: str, ctx: Context) -> str:
+    """Must run as a task (2025-11-25: the client asks for one); asks for an approval."""
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    answer = await ctx.elicit(f"Approve {item}?", schema)
+    ok = answer.action == "accept" and isinstance(answer.content, dict) and answer.content.get("ok") is True
+    return f"{'approved' if ok else 'refused'} {item}"
+
+
 @server.tool(task="optional")
 async def big(size: int) -> str:
     """A large result."""
