@@ -25,7 +25,7 @@ from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
 from ..session.engine import Engine, ProgressCallback
-from . import tasks as _tasks
+from . import task_calls as _tasks
 from .dispatch import (
     ClientHandlers,
     ElicitationHandler,
@@ -35,7 +35,8 @@ from .dispatch import (
     SamplingHandler,
 )
 from .options import ClientOptions, InProcessServer, ProtocolMode
-from .tasks import TASKS_REVISION, Outstanding, TaskCreated, TaskHandle, TaskState
+from .task_calls import Outstanding, TaskState
+from .tasks import TASKS_REVISION, TaskCreated, TaskHandle
 
 __all__ = ["Client", "ProtocolMode", "Subscription"]
 
