@@ -6,11 +6,8 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
-import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, TypeGuard, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET
@@ -35,6 +32,17 @@ from .dispatch import (
     SamplingHandler,
 )
 from .options import ClientOptions, InProcessServer, ProtocolMode
+from .targets import (
+    _HTTP,
+    HTTPTransport,
+    _is_channel,
+    _is_url,
+    _Memory,
+    _Over,
+    _Stdio,
+    _Target,
+    _transport_name,
+)
 from .task_calls import Outstanding, TaskState
 from .tasks import TASKS_REVISION, TaskCreated, TaskHandle
 
@@ -55,74 +63,10 @@ class _InputRequired(msgspec.Struct, rename="camel"):
 _peek = msgspec.json.Decoder(_InputRequired)
 
 R = TypeVar("R")
-HTTPTransport: TypeAlias = Literal["auto", "streamable-http", "sse"]
 
 # Era verdicts per server command (2026-07-28 basic/versioning: clients SHOULD
 # cache the era for the lifetime of the server process; we keep it per command).
 _ERA_CACHE: dict[tuple[str, ...], ProtocolVersion] = {}
-
-
-# -- targets: what a client connects to, one kind each -----------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Stdio:
-    """A command to spawn; a string is split like a shell would, but never run by one."""
-
-    command: str | Sequence[str]
-    env: Mapping[str, str] | None = None
-    cwd: str | os.PathLike[str] | None = None
-    stderr: Any = None
-
-    def argv(self) -> list[str]:
-        command = self.command
-        argv = shlex.split(command) if isinstance(command, str) else list(command)
-        if not argv:
-            raise ValueError("empty command")
-        if len(argv) == 1 and argv[0].endswith(".py"):
-            argv = [sys.executable, argv[0]]
-        return argv
-
-    async def open(self) -> Channel:
-        from ..transports.stdio import open_process_channel
-
-        argv = self.argv()
-        return await open_process_channel(argv[0], argv[1:], env=self.env, cwd=self.cwd, stderr=self.stderr)
-
-
-@dataclass(frozen=True, slots=True)
-class _HTTP:
-    url: str
-    headers: dict[str, str]
-    transport: HTTPTransport = "auto"
-    #: An ``httpx.Auth``, e.g. ``mcpkit.auth.OAuthClientAuth``.
-    auth: Any = None
-
-    async def open(self, transport: str) -> Channel:
-        from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
-
-        if transport == "sse":
-            sse = SSEClientChannel(self.url, headers=self.headers, auth=self.auth)
-            await sse.connect()
-            return sse
-        return StreamableHTTPChannel(self.url, headers=self.headers, auth=self.auth)
-
-
-@dataclass(frozen=True, slots=True)
-class _Memory:
-    server: InProcessServer
-
-
-@dataclass(frozen=True, slots=True)
-class _Over:
-    channel: Channel
-
-
-_Target: TypeAlias = _Stdio | _HTTP | _Memory | _Over
-
-
-def _is_url(target: object) -> TypeGuard[str]:
-    return isinstance(target, str) and target.startswith(("http://", "https://"))
 
 
 class Client:
@@ -868,16 +812,3 @@ class Subscription:
         self._task.cancel()
         with contextlib.suppress(BaseException):
             await self._task
-
-
-def _transport_name(target: _Target, session: Engine[Any]) -> str | None:
-    """The transport a request goes over, for tracing (``network.transport``)."""
-    if isinstance(target, _Stdio):
-        return "stdio"
-    if isinstance(target, _HTTP):
-        return "sse" if type(session.channel).__name__ == "SSEClientChannel" else "http"
-    return "memory" if isinstance(target, _Memory) else None
-
-
-def _is_channel(target: object) -> TypeGuard[Channel]:
-    return all(callable(getattr(target, name, None)) for name in ("read", "write", "drain", "close"))
