@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ._connect import ProcessWatch, StderrTail, connect_error, make_client, request_error
 from ._hostfiles import HOSTS, ConfigDocument, HostKind, known_config_files
 from ._output import (
     EXIT_CONNECT,
@@ -25,16 +26,11 @@ from ._output import (
 from ._target import (
     DEFAULT_CONFIG,
     DEFAULT_TIMEOUT,
-    ProcessWatch,
-    StderrTail,
-    connect_error,
-    make_client,
     parse_entries,
     parse_env,
     parse_headers,
     python_file_command,
     read_config_data,
-    request_error,
     server_entries,
     target_from_spec,
 )

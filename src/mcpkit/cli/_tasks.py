@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..protocol.tasks import TERMINAL, DetailedTask
+from ._connect import connected, request_error
 from ._output import EXIT_OK, EXIT_PROTOCOL, EXIT_TERMINATED, EXIT_USAGE, CLIError, Console, Spinner
-from ._target import Target, connected, request_error
+from ._target import Target
 
 if TYPE_CHECKING:
     from ..client import Client, TaskHandle

@@ -14,19 +14,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from ._connect import connected, request_error, server_summary
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, CLIError, Console, Spinner
 from ._target import (
     Target,
     apply_options,
-    connected,
     json_args,
     parse_env,
     parse_headers,
     parse_pairs,
     protocol_arg,
-    request_error,
     resolve_target,
-    server_summary,
 )
 
 if TYPE_CHECKING:
