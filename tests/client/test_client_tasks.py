@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 import tasks_server
+from tasks_support import SERVER, read_signal, serve, text, until_status
 
-from _wait import eventually, wait_until
+from _wait import eventually
 from mcpkit import Client, MCPError
 from mcpkit.client import TaskHandle
 from mcpkit.protocol import jsonrpc
@@ -36,7 +35,6 @@ from mcpkit.protocol.tasks import TASKS_EXTENSION, DetailedTask
 from mcpkit.session.channel import Channel
 from mcpkit.transports.http_client import StreamableHTTPChannel, _envelope
 
-SERVER = Path(tasks_server.__file__)
 EVERYTHING = Path(__file__).resolve().parents[2] / "examples" / "everything_server.py"
 KINDS = ["memory", "stdio", "http"]
 
@@ -44,43 +42,10 @@ KINDS = ["memory", "stdio", "http"]
 # -- servers and clients ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
 def http_url() -> Iterator[str]:
     """tasks_server.py as its own process, serving Streamable HTTP."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, "the server exited"
-        try:
-            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(ready, timeout=20)
-        yield f"{base}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    yield from serve()
 
 
 def client_for(kind: str, http_url: str, **options: Any) -> Client:
@@ -97,12 +62,6 @@ def url(request: pytest.FixtureRequest) -> str:
     """The HTTP server's URL, started only for the tests that use HTTP."""
     kind = request.node.callspec.params.get("kind")
     return request.getfixturevalue("http_url") if kind == "http" else ""
-
-
-def text(result: t.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, t.TextContent)
-    return block.text
 
 
 def accept(content: dict[str, Any]) -> Any:
@@ -160,7 +119,7 @@ async def test_call_tool_follows_a_task_to_its_result(kind: str, url: str, tmp_p
     recorder = Recorder()
     async with client_for(kind, url, channel_wrapper=recorder) as client:
         call = asyncio.ensure_future(client.call_tool("wait_for_file", {"path": str(signal), "text": "ok"}))
-        task_id = await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        task_id = await eventually(lambda: read_signal(Path(f"{signal}.started")), timeout=10)
         # The call is a task: the client polls it while it works.
         await eventually(lambda: len(recorder.requests("tasks/get")) >= 2, timeout=10)
         assert not call.done()
@@ -249,7 +208,7 @@ async def test_cancelling_the_call_cancels_the_task(kind: str, url: str, tmp_pat
     recorder = Recorder()
     async with client_for(kind, url, channel_wrapper=recorder) as client:
         call = asyncio.ensure_future(client.call_tool("cancellable", {"path": str(path)}))
-        task_id = await eventually(lambda: _read(Path(f"{path}.started")), timeout=10)
+        task_id = await eventually(lambda: read_signal(Path(f"{path}.started")), timeout=10)
         await eventually(lambda: recorder.requests("tasks/get"), timeout=10)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -257,7 +216,7 @@ async def test_cancelling_the_call_cancels_the_task(kind: str, url: str, tmp_pat
         # tasks/cancel went out before the cancellation reached the caller.
         assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
         await eventually(lambda: Path(f"{path}.cancelled").exists(), timeout=10)  # the handler saw it
-        status = await _until_status(client.task(task_id), "cancelled")
+        status = await until_status(client.task(task_id), "cancelled")
         assert status.status_message == "Cancelled at the client's request"
 
 
@@ -272,7 +231,7 @@ async def test_a_timeout_bounds_the_whole_call_and_cancels_the_task(
         assert caught.value.code == REQUEST_TIMEOUT
         task_id = caught.value.data["taskId"]
         assert task_id == Path(f"{path}.started").read_text()
-        await _until_status(client.task(task_id), "cancelled")
+        await until_status(client.task(task_id), "cancelled")
 
 
 @pytest.mark.parametrize("kind", ["memory", "stdio"])
@@ -300,7 +259,7 @@ async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
     async with client_for(kind, url) as client:
         task = await client.start_tool("wait_for_file", {"path": str(signal)})
         assert isinstance(task, TaskHandle) and task.is_task and task.name == "wait_for_file"
-        assert task.task_id == await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        assert task.task_id == await eventually(lambda: read_signal(Path(f"{signal}.started")), timeout=10)
         status = await task.status()
         assert (status.task_id, status.status) == (task.task_id, "working")
         assert status.poll_interval_ms == 50 and status.ttl_ms == 3_600_000
@@ -448,7 +407,7 @@ async def test_polls_that_do_not_reach_the_server_are_tried_again(http_url: str,
         task_id = (tmp_path / "c.started").read_text()
         assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
         recorder.lose_polls = 0
-        await _until_status(client.task(task_id), "cancelled")
+        await until_status(client.task(task_id), "cancelled")
 
 
 # -- what each era declares -------------------------------------------------------------------
@@ -525,16 +484,3 @@ async def test_tasks_requests_carry_the_task_id_in_mcp_name(method: str) -> None
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> str | None:
-    return path.read_text() if path.exists() and path.read_text() else None
-
-
-async def _until_status(task: TaskHandle, status: str, timeout: float = 10.0) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            current = await task.status()
-            if current.status == status:
-                return current
-            await asyncio.sleep(0.02)

@@ -13,18 +13,17 @@ import asyncio
 import gc
 import os
 import signal as signals
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import pytest
 import tasks_server
+from tasks_support import SERVER, read_signal, serve, text, until_status
 
-from _wait import eventually, wait_until
+from _wait import eventually
 from mcpkit import Client, Context, MCPError, MCPServer
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import (
@@ -40,7 +39,6 @@ from mcpkit.session.channel import Channel
 
 pytestmark = pytest.mark.timeout(90)
 
-SERVER = Path(tasks_server.__file__)
 LEGACY = "2025-11-25"
 KINDS = ["memory", "stdio", "http", "stateless"]
 
@@ -48,53 +46,16 @@ KINDS = ["memory", "stdio", "http", "stateless"]
 # -- servers and clients ------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _serve(*extra: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), "--http", "--port", str(port), *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        assert proc.poll() is None, "the server exited"
-        try:
-            return httpx.get(f"{base}/readyz", timeout=2).status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_until(ready, timeout=20)
-        yield f"{base}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @pytest.fixture(scope="module")
 def session_url() -> Iterator[str]:
     """tasks_server.py as its own process: Streamable HTTP with legacy sessions."""
-    yield from _serve()
+    yield from serve()
 
 
 @pytest.fixture(scope="module")
 def stateless_url() -> Iterator[str]:
     """tasks_server.py as its own process: legacy Streamable HTTP without sessions."""
-    yield from _serve("--stateless")
+    yield from serve("--stateless")
 
 
 @pytest.fixture
@@ -115,12 +76,6 @@ def client_for(kind: str, url: str, **options: Any) -> Client:
     if kind == "stdio":
         return Client([sys.executable, str(SERVER)], **options)
     return Client(url, **options)
-
-
-def text(result: t.CallToolResult) -> str:
-    block = result.content[0]
-    assert isinstance(block, t.TextContent)
-    return block.text
 
 
 class Recorder:
@@ -180,19 +135,6 @@ class Recorder:
         return [m for m in self.sent if m.get("method") == method and "id" not in m]
 
 
-def _read(path: Path) -> str | None:
-    return path.read_text() if path.exists() and path.read_text() else None
-
-
-async def _until_status(task: Any, status: str, timeout: float = 10.0) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            current = await task.status()
-            if current.status == status:
-                return current
-            await asyncio.sleep(0.02)
-
-
 # -- call_tool asks for tasks where the tool says so ---------------------------------------
 
 
@@ -203,7 +145,7 @@ async def test_a_required_task_tool_is_called_as_a_task(kind: str, url: str, tmp
     async with client_for(kind, url, channel_wrapper=recorder) as client:
         assert client.protocol_version is not None and client.protocol_version.value == LEGACY
         call = asyncio.ensure_future(client.call_tool("required_wait", {"path": str(signal)}))
-        task_id = await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        task_id = await eventually(lambda: read_signal(Path(f"{signal}.started")), timeout=10)
         await eventually(lambda: len(recorder.requests("tasks/get")) >= 2, timeout=10)  # polled
         assert not call.done()
         tasks_server.give(signal, "7")
@@ -392,7 +334,7 @@ async def test_cancelling_the_call_cancels_the_task(kind: str, url: str, tmp_pat
     recorder = Recorder()
     async with client_for(kind, url, channel_wrapper=recorder) as client:
         call = asyncio.ensure_future(client.call_tool("cancellable", {"path": str(path)}, task=True))
-        task_id = await eventually(lambda: _read(Path(f"{path}.started")), timeout=10)
+        task_id = await eventually(lambda: read_signal(Path(f"{path}.started")), timeout=10)
         await eventually(lambda: recorder.requests("tasks/get"), timeout=10)
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -400,7 +342,7 @@ async def test_cancelling_the_call_cancels_the_task(kind: str, url: str, tmp_pat
         # tasks/cancel went out before the cancellation reached the caller...
         assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
         await eventually(lambda: Path(f"{path}.cancelled").exists(), timeout=10)  # the handler saw it
-        status = await _until_status(client.task(task_id), "cancelled")
+        status = await until_status(client.task(task_id), "cancelled")
         assert status.status_message == "The task was cancelled by request."
     # ...and no notifications/cancelled for the task-augmented request (basic/utilities/
     # cancellation: not for tasks; a poll cut short may be told so, it is a plain request).
@@ -419,7 +361,7 @@ async def test_a_timeout_bounds_the_whole_call_and_cancels_the_task(
         assert caught.value.code == REQUEST_TIMEOUT
         task_id = caught.value.data["taskId"]
         assert task_id == Path(f"{path}.started").read_text()
-        await _until_status(client.task(task_id), "cancelled")
+        await until_status(client.task(task_id), "cancelled")
 
 
 # -- the handle ------------------------------------------------------------------------------
@@ -431,7 +373,7 @@ async def test_the_handle_api(kind: str, url: str, tmp_path: Path) -> None:
     async with client_for(kind, url) as client:
         task = await client.start_tool("wait_for_file", {"path": str(signal)}, ttl=120)
         assert task.is_task and task.name == "wait_for_file"
-        assert task.task_id == await eventually(lambda: _read(Path(f"{signal}.started")), timeout=10)
+        assert task.task_id == await eventually(lambda: read_signal(Path(f"{signal}.started")), timeout=10)
         status = await task.status()  # 2025-11-25's Task, shown as every task is
         assert (status.task_id, status.status) == (task.task_id, "working")
         assert status.poll_interval_ms == 50 and status.ttl_ms == 120_000
@@ -558,7 +500,7 @@ async def test_a_question_asked_after_its_client_left_goes_to_the_next(
 
     async with Client(session_url, protocol=LEGACY, elicitation_handler=elicit) as second:
         task = second.task(task_id)
-        await _until_status(task, "input_required")
+        await until_status(task, "input_required")
         # The question waited for a tasks/result of the task: this client's, answered here.
         assert text(await task.result()) == "accept: True"
         assert answers == ["Proceed?"] and never == []
@@ -589,7 +531,7 @@ async def test_a_call_abandoned_before_its_task_arrived_cancels_the_task(era: st
         await client.list_tools()
         asked: dict[str, Any] = {"task": True} if era == LEGACY else {}  # (2026-07-28: by default)
         call = asyncio.ensure_future(client.call_tool("cancellable", {"path": str(path)}, **asked))
-        task_id = await eventually(lambda: _read(Path(f"{path}.started")), timeout=10)
+        task_id = await eventually(lambda: read_signal(Path(f"{path}.started")), timeout=10)
         await eventually(lambda: recorder.held, timeout=10)  # the answer naming the task is on its way
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -599,7 +541,7 @@ async def test_a_call_abandoned_before_its_task_arrived_cancels_the_task(era: st
         await eventually(lambda: recorder.requests("tasks/cancel"), timeout=10)
         assert [c["params"]["taskId"] for c in recorder.requests("tasks/cancel")] == [task_id]
         await eventually(lambda: Path(f"{path}.cancelled").exists(), timeout=10)
-        await _until_status(client.task(task_id), "cancelled")
+        await until_status(client.task(task_id), "cancelled")
     (call_request,) = recorder.requests("tools/call")
     told = [n["params"]["requestId"] for n in recorder.notifications("notifications/cancelled")]
     if era == LEGACY:
