@@ -148,7 +148,10 @@ class RateLimitExceeded(Exception):
     """
 
     def __init__(self, retry_after: float, key: str = "", rate: Rate | None = None) -> None:
-        self.retry_after = max(0.0, retry_after)
+        # Rounded up to the millisecond here, once, so the text ("retry in N seconds"),
+        # ``_meta`` and ``data.retryAfter`` all derive from the same number: rounding
+        # only the copy in ``_meta`` made 59.0004 read "60 seconds" beside 59.0.
+        self.retry_after = math.ceil(max(0.0, retry_after) * 1000) / 1000
         self.key = key
         self.rate = rate
         super().__init__(retry_message(self.retry_after))
@@ -399,16 +402,15 @@ class Limiter:
 def rate_limited_result(exc: RateLimitExceeded) -> t.CallToolResult:
     """A tool call over a limit: ``isError: true`` with the seconds to wait in the text and
     in ``_meta["io.mcpkit/retryAfter"]`` (so the model reads it and a program can use it)."""
-    retry = round(exc.retry_after, 3)
     return t.CallToolResult(
-        content=[t.TextContent(text=str(exc))], is_error=True, meta={RETRY_AFTER_META: retry}
+        content=[t.TextContent(text=str(exc))], is_error=True, meta={RETRY_AFTER_META: exc.retry_after}
     )
 
 
 def rate_limited_error(exc: RateLimitExceeded) -> MCPError:
     """Any other request over a limit: JSON-RPC error ``RATE_LIMITED`` (-32010) with
     ``data.retryAfter`` (over HTTP: status 429 with ``Retry-After``)."""
-    return MCPError(RATE_LIMITED, str(exc), {"retryAfter": round(exc.retry_after, 3)})
+    return MCPError(RATE_LIMITED, str(exc), {"retryAfter": exc.retry_after})
 
 
 def timed_out_result(tool: str, seconds: float) -> t.CallToolResult:
