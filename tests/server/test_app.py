@@ -475,3 +475,20 @@ async def test_raw_registration_and_listen_api() -> None:
         assert changed and changed[0]["_meta"] == {"io.modelcontextprotocol/subscriptionId": sub.id}
         await sub.close()
         assert not sub.active
+
+
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])
+async def test_declared_extensions_are_in_the_capabilities_of_both_eras(era: str) -> None:
+    server = MCPServer("ext")
+    server.declare_extension("io.example/thing", {"level": 2})
+    async with connect(server, protocol=era) as c:
+        caps = c.server_capabilities
+        assert caps is not None and caps.extensions is not msgspec.UNSET
+        assert caps.extensions["io.example/thing"] == {"level": 2}
+    with pytest.raises(ValueError, match="vendor-prefix/name"):
+        server.declare_extension("thing")
+
+
+async def test_no_extensions_no_map_in_a_legacy_initialize() -> None:
+    async with connect(MCPServer("plain"), protocol="2025-11-25") as c:
+        assert c.server_capabilities is not None and c.server_capabilities.extensions is msgspec.UNSET

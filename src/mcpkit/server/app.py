@@ -144,6 +144,8 @@ class MCPServer:
         #: quick sync tools are then answered on the read path, hooks and all.
         self.call_hooks: tuple[Middleware, ...] | None = ()
         self._chains: dict[str, CallNext] = {}
+        #: Extensions declared besides tasks (``declare_extension``), name to settings.
+        self._extensions: dict[str, dict[str, Any]] = {}
         for each in middleware:
             self.add_middleware(each)
 
@@ -454,6 +456,20 @@ class MCPServer:
 
     # -- protocol surface ----------------------------------------------------
 
+    def declare_extension(self, name: str, settings: Mapping[str, Any] | None = None) -> None:
+        """Declare the extension ``name`` (for example ``io.modelcontextprotocol/ui``) with its
+        ``settings`` in the capabilities, in ``server/discover`` and in ``initialize``
+        results alike (SEP-2663 "Capability Negotiation"; 2025-11-25 servers carry the same
+        ``extensions`` map). Declaring it again replaces its settings."""
+        if not isinstance(name, str) or "/" not in name:
+            raise ValueError(f"an extension is named 'vendor-prefix/name', not {name!r}")
+        self._extensions[name] = dict(settings or {})
+
+    @property
+    def extensions(self) -> Mapping[str, Mapping[str, Any]]:
+        """The extensions declared with :meth:`declare_extension` (tasks aside)."""
+        return self._extensions
+
     def capabilities(self, *, modern: bool, legacy_tasks: bool = False) -> t.ServerCapabilities:
         """The capabilities the server declares, in the ``initialize`` result (``modern=False``)
         and the ``server/discover`` result (``modern=True``); the same in both eras, but for
@@ -467,7 +483,9 @@ class MCPServer:
             logging={},
             completions={},
             # 2026-07-28 extensions, declared in server/discover (SEP-2663 "Capability Negotiation").
-            extensions={TASKS_EXTENSION: {}} if modern else UNSET,
+            extensions=(
+                {TASKS_EXTENSION: {}, **self._extensions} if modern else dict(self._extensions) or UNSET
+            ),
             tasks=self.legacy_tasks.capability() if legacy_tasks and not modern else UNSET,
         )
 
