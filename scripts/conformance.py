@@ -68,6 +68,12 @@ CLIENT_EXTRA_SCENARIOS = (
     ("json-schema-2020-12-preservation", "2026-07-28"),
     ("auth/client-credentials-jwt", "2026-07-28"),
     ("auth/client-credentials-basic", "2026-07-28"),
+    # The skills extension (io.modelcontextprotocol/skills, SEP-2640), client side: no file
+    # fetched before a skill is loaded, and tampered content (digest, size, frontmatter) refused.
+    ("sep-2640-client-no-prefetch", "2026-07-28"),
+    ("sep-2640-client-verify-digest", "2026-07-28"),
+    ("sep-2640-client-verify-size", "2026-07-28"),
+    ("sep-2640-client-verify-frontmatter", "2026-07-28"),
 )
 CLIENT_SCRIPT = ROOT / "tests" / "conformance" / "client.py"
 EXTRA_SCENARIOS = (

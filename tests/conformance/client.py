@@ -76,6 +76,9 @@ async def run(url: str, scenario: str, protocol: str, context: dict[str, Any]) -
     if scenario == "json-schema-ref-no-deref":
         protocol = "legacy"  # its mock speaks only the handshake lifecycle
     async with client_for(url, protocol, **options) as client:
+        if scenario.startswith("sep-2640-client-"):
+            await use_skills(client, load=scenario != "sep-2640-client-no-prefetch")
+            return
         tools = await client.list_tools()
         names = [tool.name for tool in tools]
         if scenario == "tools_call":
@@ -98,6 +101,23 @@ async def run(url: str, scenario: str, protocol: str, context: dict[str, Any]) -
                 await client.call_tool(names[0], {})
         elif names and scenario.startswith("auth/"):
             await client.call_tool(names[0], {})
+
+
+async def use_skills(client: Client, *, load: bool) -> None:
+    """A host's use of the skills extension: list the skills (which fetches no file); with
+    ``load``, load each one (its SKILL.md, verified against the entry) and then read its
+    other files, each verified. A skill that fails verification is not used further."""
+    from mcpkit.client.skills import SkillVerificationError
+
+    for skill in await client.list_skills():
+        if not load:
+            continue
+        try:
+            await skill.read("SKILL.md")
+            for file in skill.files.values():
+                await skill.read(file.uri)
+        except SkillVerificationError as exc:
+            print(f"skill {skill.uri} refused: {exc}", file=sys.stderr)
 
 
 def main() -> int:

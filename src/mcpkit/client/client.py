@@ -22,6 +22,7 @@ from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
 from ..session.channel import Channel, memory_channel_pair
 from ..session.engine import Engine, ProgressCallback
+from . import skills as _skills
 from . import task_calls as _tasks
 from .dispatch import (
     ClientHandlers,
@@ -32,6 +33,7 @@ from .dispatch import (
     SamplingHandler,
 )
 from .options import ClientOptions, InProcessServer, ProtocolMode
+from .skills import Skill
 from .targets import (
     _HTTP,
     HTTPTransport,
@@ -689,6 +691,19 @@ class Client:
     async def unsubscribe_resource(self, uri: str) -> None:
         """Send ``resources/unsubscribe`` for ``uri``, ending :meth:`subscribe_resource`."""
         await self._call("resources/unsubscribe", {"uri": uri}, t.EmptyResult)
+
+    async def list_skills(self) -> list[Skill]:
+        """Every skill the server lists (``skills/list`` of the skills extension, every page).
+        No file is fetched: :meth:`Skill.read` fetches one, verified against the entry."""
+        return await _skills.list_skills(self)
+
+    async def list_skills_page(self, cursor: str | None = None) -> _skills.SkillsPage:
+        """One page of ``skills/list``; pass its ``next_cursor`` back for the next."""
+        return await _skills.list_skills_page(self, cursor)
+
+    async def get_skill(self, name_or_uri: str) -> Skill:
+        """One skill's entry (``skills/get``) by its ``SKILL.md`` URI, its root URI or its name."""
+        return await _skills.get_skill(self, name_or_uri)
 
     async def list_prompts(self) -> list[t.Prompt]:
         """Every prompt (``prompts/list``), following pagination."""
