@@ -63,24 +63,30 @@ def start(coro: Coroutine[Any, Any, T]) -> tuple[bool, T | Started[T]]:
 async def resume(coro: Coroutine[Any, Any, T], waiting: Any) -> T:
     """Carry on ``coro``, suspended on ``waiting`` (an asyncio future, or None), to its end."""
     while True:
-        cancelled: BaseException | None = None
+        throw: BaseException | None = None
         if waiting is None:
             try:
                 await asyncio.sleep(0)  # a bare yield: one turn of the loop
             except asyncio.CancelledError as exc:
-                cancelled = exc
+                throw = exc
         else:
             waiting._asyncio_future_blocking = False
             try:
                 await asyncio.wait((waiting,))  # done, without taking its result or exception
             except asyncio.CancelledError as exc:
-                waiting.cancel()  # what Task.cancel does to the future its coroutine awaits
-                cancelled = exc
-                if not waiting.done():
-                    await asyncio.wait((waiting,))
-        # A cancelled bare yield is thrown in; otherwise the coroutine reads the
-        # future's outcome (its result, its exception, its cancellation) itself.
+                # What Task.cancel does to the future its coroutine awaits. If that
+                # future is already done (its result arrived in the same turn as the
+                # cancellation), a task still throws the cancellation in rather than
+                # hand over the result: so must we, or the cancellation is lost and
+                # the coroutine runs on (a handler that outlives a shutdown).
+                if waiting.cancel():
+                    if not waiting.done():
+                        await asyncio.wait((waiting,))
+                else:
+                    throw = exc
+        # A cancellation that could not go through the future is thrown in; otherwise
+        # the coroutine reads the future's outcome (result, exception, cancellation) itself.
         try:
-            waiting = coro.throw(cancelled) if cancelled is not None and waiting is None else coro.send(None)
+            waiting = coro.throw(throw) if throw is not None else coro.send(None)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
