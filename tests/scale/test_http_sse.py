@@ -55,3 +55,16 @@ async def test_messages_posted_to_other_workers_reach_the_sse_stream(
             async with asyncio.timeout(5):
                 await read_events(events, got, until=lambda m, rid=10 + i: m.get("id") == rid)
             assert text_result(got.messages()[-1]) == f"via {worker}"
+        # A lone surrogate escape (JSON.stringify of a cut emoji) relayed through Redis:
+        # read with U+FFFD and answered under its id (docs/security.md "Lone surrogates").
+        c.route_next_to(2)
+        posted = await client.post(
+            endpoint,
+            content=b'{"jsonrpc":"2.0","id":20,"method":"tools/call",'
+            b'"params":{"name":"echo","arguments":{"text":"cut \\ud83d"}}}',
+            headers={"content-type": "application/json"},
+        )
+        assert posted.status_code == 202, posted.text
+        async with asyncio.timeout(5):
+            await read_events(events, got, until=lambda m: m.get("id") == 20)
+        assert text_result(got.messages()[-1]) == "cut \ufffd"

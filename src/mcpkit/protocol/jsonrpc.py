@@ -8,6 +8,7 @@ method and revision (by the server's and client's dispatchers) only when needed.
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Any, TypeAlias
 
 import msgspec
@@ -31,6 +32,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "replace_lone_surrogates",
 ]
 
 JSONRPC_VERSION = "2.0"
@@ -107,6 +109,12 @@ def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message |
         # The only validation the envelope does is "is it an object (or array)".
         raise ProtocolError(INVALID_REQUEST, f"Invalid Request: {exc}") from None
     except msgspec.DecodeError as exc:
+        repaired = replace_lone_surrogates(data)
+        if repaired is not None:
+            # Valid JSON (RFC 8259's grammar allows unpaired surrogate escapes, section 8.2)
+            # that msgspec refuses: read it with U+FFFD in their place, so the request is
+            # answered under its own id, not -32700 with a null id (docs/security.md).
+            return decode_message(repaired, allow_batch=allow_batch)
         raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
     except RecursionError:
         raise ProtocolError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
@@ -133,6 +141,42 @@ def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message |
         if memoryview(params)[0] == _OPEN_BRACE:
             return Request(rid, method, params)
     return _classify(env)
+
+
+#: A backslash escape: a surrogate pair, a lone high or low surrogate, or any other escape,
+#: each consumed whole so that an escaped backslash followed by "u" is never read as one.
+_ESCAPE = re.compile(
+    rb"\\(?:(u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})?|(u[dD][c-fC-F][0-9a-fA-F]{2})|.)",
+    re.DOTALL,
+)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_REPLACEMENT = b"\\ufffd"
+
+
+def replace_lone_surrogates(data: bytes | Raw) -> bytes | None:
+    """``data`` with each unpaired surrogate escape (``\\ud800``) replaced by ``\\ufffd``.
+
+    JavaScript's ``JSON.stringify`` emits such escapes for a string cut inside a
+    surrogate pair (an emoji split by truncation); msgspec, like UTF-8 itself,
+    cannot represent them. Returns None when there is nothing to replace (the
+    input is bad for another reason). Only called once decoding failed: the
+    common path pays nothing.
+    """
+    raw = bytes(memoryview(data))
+    if _LONE_SURROGATE.search(raw) is None:
+        return None
+    replaced = False
+
+    def repair(match: re.Match[bytes]) -> bytes:
+        nonlocal replaced
+        high, low, lone_low = match.groups()
+        if (high is not None and low is None) or lone_low is not None:
+            replaced = True  # half a pair: a high surrogate alone, or a low one without its high
+            return _REPLACEMENT
+        return match.group(0)
+
+    fixed = _ESCAPE.sub(repair, raw)
+    return fixed if replaced else None
 
 
 def _check_utf8(data: bytes | Raw, env: _Envelope) -> None:

@@ -250,6 +250,9 @@ class LegacySSE:
             except ProtocolError as exc:
                 await respond(send, 400, jsonrpc.encode_error(exc.request_id, exc.code, exc.message))
                 return
+            # The relay embeds the body in JSON that msgspec reads: lone surrogates replaced
+            # first, as decode_message did (docs/security.md "Lone surrogates").
+            body = jsonrpc.replace_lone_surrogates(body) or body
             if not await shared.sse_relay(session_id, owner, body):
                 raise HTTPFailure(404, "Session not found")
             await respond(send, 202, b"Accepted", content_type=b"text/plain")
