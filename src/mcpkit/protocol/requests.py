@@ -21,6 +21,7 @@ from .auth import Principal
 from .errors import INVALID_PARAMS, PARSE_ERROR, MCPError
 from .jsonrpc import Request
 from .lifecycle import RequestScope
+from .skills import GetSkillParams, ReadDirectoryParams
 from .tasks import TaskParams, UpdateTaskParams
 
 __all__ = ["SERVER_METHODS", "ServerRequest", "decode_request"]
@@ -29,6 +30,7 @@ RequestId = int | str
 
 
 _NAMED = (t.CallToolParams, t.GetPromptParams)
+_URI = (t.UriParams, GetSkillParams, ReadDirectoryParams)
 
 
 class ServerRequest(msgspec.Struct):
@@ -73,7 +75,7 @@ class ServerRequest(msgspec.Struct):
         params = self.params
         if isinstance(params, _NAMED):
             return params.name
-        if isinstance(params, t.UriParams):
+        if isinstance(params, _URI):
             return params.uri
         if isinstance(params, TaskParams):
             return params.task_id
@@ -118,6 +120,11 @@ SERVER_METHODS: dict[str, msgspec.json.Decoder[Any]] = {
     "tasks/cancel": _decoder(TaskParams),
     "tasks/result": _decoder(TaskParams),
     "tasks/list": _decoder(t.PaginatedParams),
+    # The skills extension (SEP-2640): served where the server declares it;
+    # resources/directory/read only with its directoryRead setting.
+    "skills/list": _decoder(t.PaginatedParams),
+    "skills/get": _decoder(GetSkillParams),
+    "resources/directory/read": _decoder(ReadDirectoryParams),
 }
 
 _EMPTY = b"{}"

@@ -31,6 +31,8 @@ _OPAQUE = frozenset(
         "experimental",
         "metadata",
         "input",
+        # A skill's frontmatter is the author's, verbatim (SEP-2640 "Frontmatter").
+        "frontmatter",
     }
 )
 

@@ -36,6 +36,7 @@ from .context import Context
 from .middleware import ComponentKind, Middleware, NotifyNext, compose, notifies, unwind
 from .mrtr import InputRequired, RoundTrip
 from .resources import ResourceNotFound
+from .skill_methods import SKILL_HANDLERS
 from .task_methods import TASK_HANDLERS
 from .tasks_legacy import refuse_plain_call, refuse_task
 
@@ -603,5 +604,6 @@ _METHODS: dict[str, Handler] = {
     "logging/setLevel": _set_level,
     "subscriptions/listen": _listen,
     **TASK_HANDLERS,
+    **SKILL_HANDLERS,
 }
 assert _METHODS.keys() == SERVER_METHODS.keys()
