@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -13,6 +14,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..protocol import types as t
+from ..protocol.apps import APP_MIME_TYPE
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.requests import ServerRequest
 from ..protocol.tasks import TASKS_EXTENSION
@@ -20,6 +22,7 @@ from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.channel import Channel
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
+from . import apps as _apps
 from .context import Context
 from .dispatcher import ServerDispatcher
 from .limiting import Limiter, Rate
@@ -197,8 +200,14 @@ class MCPServer:
         timeout: float | None = None,
         task: Literal["optional", "required"] | None = None,
         task_after: float | None = 0.0,
+        ui: str | None = None,
+        visibility: Sequence[Literal["model", "app"]] | None = None,
     ) -> Callable[[F], F]:
         """Register a function as a tool; its schema comes from its type hints.
+
+        ``ui`` binds it to a view declared before with :meth:`add_ui_resource` (MCP Apps:
+        ``_meta.ui.resourceUri``; an undeclared ``ui://`` URI is a :class:`ValueError`);
+        ``visibility=["app"]`` keeps it for views only (``_meta.ui.visibility``).
 
         ``input_schema`` publishes a hand-written JSON Schema verbatim instead
         (arguments are still bound and checked against the function's signature).
@@ -249,7 +258,11 @@ class MCPServer:
         )
 
         def register(fn: F) -> F:
-            self._tools.add(fn, options)
+            bound = options
+            if ui is not None or visibility is not None:
+                meta_ui = _apps.tool_meta(self, name or getattr(fn, "__name__", None), ui, visibility, meta)
+                bound = dataclasses.replace(options, meta=meta_ui)
+            self._tools.add(fn, bound)
             return fn
 
         return register
@@ -383,6 +396,29 @@ class MCPServer:
             return fn
 
         return register
+
+    def add_ui_resource(
+        self, uri: str, html: str | Callable[[], str | Awaitable[str]] | None = None, **options: Any
+    ) -> None:
+        """Publish an MCP Apps view (``io.modelcontextprotocol/ui``): ``uri`` is ``ui://...``,
+        ``html`` its HTML (or a function returning it) or ``path=`` a file read on every read;
+        served as ``text/html;profile=mcp-app`` with ``_meta.ui`` built from ``csp=``
+        (``{"connectDomains": [...], "resourceDomains": [...], ...}``), ``permissions=``
+        (``["camera", "clipboardWrite", ...]``), ``domain=`` and ``prefers_border=``; also
+        ``name=``, ``title=``, ``description=``. Declares the extension. See :mod:`mcpkit.server.apps`."""
+        _apps.add_ui_resource(self, uri, html, **options)
+
+    def ui_resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Decorator form of :meth:`add_ui_resource`: the function returns the view's HTML."""
+        return _apps.ui_resource(self, uri, **options)
+
+    def list_ui_resources(self) -> list[str]:
+        """The URIs of the MCP Apps views declared on this server."""
+        return [
+            uri
+            for uri, (definition, _) in self._resources.resources.items()
+            if uri.startswith("ui://") and definition.mime_type == APP_MIME_TYPE
+        ]
 
     def remove_resource(self, uri: str) -> None:
         """Remove a resource, or a template by its URI template (KeyError if neither); connected
