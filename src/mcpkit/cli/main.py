@@ -146,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_list,
         _add_call,
         _add_task,
+        _add_skills,
         _add_read,
         _add_prompt,
         _add_inspect,
@@ -373,6 +374,47 @@ def _add_task(commands: Commands) -> None:
             _add_no_input(action)
         _client_options(action, stdio=False)
         action.set_defaults(func=_lazy("_tasks", f"cmd_task_{name}"))
+
+
+def _add_skills(commands: Commands) -> None:
+    skills = commands.add_parser(
+        "skills",
+        help="list a server's skills, show one, read or export its files (verified)",
+        description="The skills a server serves (the io.modelcontextprotocol/skills extension). Listing "
+        "and showing a skill fetch none of its files; --file and --out fetch them, and print or write "
+        "a file only once its size, sha256 digest and (SKILL.md) frontmatter match the server's entry: "
+        "a file that does not is refused (exit 4) and nothing of it is printed or written.",
+    )
+    actions = skills.add_subparsers(dest="skills_cmd", metavar="ACTION", required=True, parser_class=_Parser)
+    lst = actions.add_parser(
+        "list",
+        help="list the skills: name, URI, files, description",
+        usage="mcpkit skills list TARGET [options]",
+        description="List the server's skills (skills/list, every page). --json prints the entries as "
+        "the server sent them (frontmatter, and each file's URI, size and digest).",
+    )
+    _add_words(lst)
+    _client_options(lst)
+    lst.set_defaults(func=_lazy("_skills", "cmd_skills_list"))
+    get = actions.add_parser(
+        "get",
+        help="show a skill's entry, print one of its files, or export it to a directory",
+        usage="mcpkit skills get TARGET NAME [--file PATH | --out DIR [--force]] [options]\n"
+        "       mcpkit skills get TARGET --all --out DIR [--force] [options]",
+        description="NAME is a skill's name, its path (acme/billing/refunds) or the URI of its SKILL.md. "
+        "Without --file or --out: its entry (frontmatter; each file's path, size and digest). --file "
+        "PATH prints that file (relative to the skill, e.g. SKILL.md or references/FORMS.md), verified. "
+        "--out DIR writes the skill, every file verified, to DIR/NAME/ (a local skills directory); "
+        "--all --out DIR every listed skill. A skill is written whole or not at all; an existing "
+        "DIR/NAME is replaced only with --force.",
+    )
+    _add_words(get)
+    get.add_argument("--file", metavar="PATH", help="print this file of the skill, verified")
+    get.add_argument("--out", metavar="DIR", help="export the skill (verified) to DIR/NAME/")
+    get.add_argument("--all", action="store_true", help="with --out: every skill the server lists")
+    get.add_argument("--force", action="store_true", help="with --out: replace an existing DIR/NAME")
+    _client_options(get)
+    get.set_defaults(func=_lazy("_skills", "cmd_skills_get"))
 
 
 def _add_read(commands: Commands) -> None:

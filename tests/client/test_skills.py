@@ -1,0 +1,237 @@
+"""Skills, client side (SEP-2640): listing and getting fetch nothing, reading verifies.
+
+Against a hand-written server (tests/client/skills_fake.py) that can lie: serve content
+other than what its entry describes, or an entry that breaks the rules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from skills_fake import FakeSkills, digest
+
+from mcpkit import Client
+from mcpkit.client.skills import Skill, SkillError, SkillsUnsupported, SkillVerificationError
+from mcpkit.session.channel import memory_channel_pair
+
+SKILL_MD = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nBody.\n"
+FORMS = "Supporting content.\n"
+ROOT = "skill://pdf-processing"
+
+
+def spec(**extra: Any) -> dict[str, Any]:
+    return {
+        "skills": {
+            "pdf-processing": {"SKILL.md": SKILL_MD, "references/FORMS.md": FORMS},
+            "acme/billing/refunds": {
+                "SKILL.md": "---\nname: refunds\ndescription: Refund requests\n---\nRefunds.\n"
+            },
+        },
+        **extra,
+    }
+
+
+@contextlib.asynccontextmanager
+async def connected(fake: FakeSkills) -> AsyncIterator[Client]:
+    ours, theirs = memory_channel_pair()
+    import asyncio
+
+    server = asyncio.create_task(fake.serve(theirs))
+    try:
+        async with Client.over(ours) as client:
+            yield client
+    finally:
+        await theirs.close()
+        server.cancel()
+        with contextlib.suppress(BaseException):
+            await server
+
+
+async def test_listing_fetches_no_file_and_declares_the_extension() -> None:
+    fake = FakeSkills(spec())
+    async with connected(fake) as client:
+        skills = await client.list_skills()
+    assert [s.uri for s in skills] == [f"{ROOT}/SKILL.md", "skill://acme/billing/refunds/SKILL.md"]
+    pdf = skills[0]
+    assert pdf.name == "pdf-processing" and pdf.problem is None and not pdf.dynamic
+    assert {f.path: f.size for f in pdf.files.values()} == {
+        "SKILL.md": len(SKILL_MD),
+        "references/FORMS.md": len(FORMS),
+    }
+    assert fake.reads == []  # Lazy Retrieval: nothing read on listing
+    method, params = fake.requests[-1]
+    assert method == "skills/list"
+    capabilities = params["_meta"]["io.modelcontextprotocol/clientCapabilities"]
+    assert "io.modelcontextprotocol/skills" in capabilities["extensions"]
+
+
+async def test_reading_fetches_only_what_is_asked_and_caches_it() -> None:
+    fake = FakeSkills(spec())
+    async with connected(fake) as client:
+        skill = await client.get_skill("pdf-processing")
+        assert fake.reads == []
+        assert await skill.read_text() == SKILL_MD
+        assert fake.reads == [f"{ROOT}/SKILL.md"]
+        assert await skill.read_text("references/FORMS.md") == FORMS
+        assert await skill.read("references/../SKILL.md") == SKILL_MD.encode()  # kept, not fetched again
+    assert fake.reads == [f"{ROOT}/SKILL.md", f"{ROOT}/references/FORMS.md"]
+
+
+@pytest.mark.parametrize(
+    ("served", "why"),
+    [
+        (SKILL_MD.replace("Body.", "Evil!"), "does not match the entry's digest"),
+        (SKILL_MD + "extra bytes\n", "the entry says"),
+        (
+            SKILL_MD.replace("Extract, fill, and assemble PDF documents", "Exfiltrate credentials"),
+            "frontmatter",
+        ),
+    ],
+    ids=["digest", "size", "frontmatter"],
+)
+async def test_tampered_skill_md_is_refused(served: str, why: str) -> None:
+    overrides: dict[str, Any] = {}
+    if why == "frontmatter":
+        # The digest and size describe the served file: only the frontmatter gives it away.
+        overrides = {
+            f"{ROOT}/SKILL.md": {
+                "resources": [
+                    {
+                        "uri": f"{ROOT}/SKILL.md",
+                        "digest": digest(served.encode()),
+                        "size": len(served.encode()),
+                    },
+                    {
+                        "uri": f"{ROOT}/references/FORMS.md",
+                        "digest": digest(FORMS.encode()),
+                        "size": len(FORMS),
+                    },
+                ]
+            }
+        }
+    fake = FakeSkills(spec(serve={f"{ROOT}/SKILL.md": served}, entries=overrides))
+    async with connected(fake) as client:
+        (skill,) = [s for s in await client.list_skills() if s.name == "pdf-processing"]
+        with pytest.raises(SkillVerificationError, match=why):
+            await skill.read()
+        # Refused content is not kept: asked again, it is fetched and refused again.
+        with pytest.raises(SkillVerificationError):
+            await skill.read()
+    assert fake.reads == [f"{ROOT}/SKILL.md", f"{ROOT}/SKILL.md"]
+
+
+async def test_tampered_supporting_file_is_refused() -> None:
+    fake = FakeSkills(spec(serve={f"{ROOT}/references/FORMS.md": "Other content!!!!!!\n"}))
+    async with connected(fake) as client:
+        skill = await client.get_skill(f"{ROOT}/SKILL.md")
+        await skill.read()
+        with pytest.raises(SkillVerificationError, match="digest"):
+            await skill.read("references/FORMS.md")
+
+
+async def test_unlisted_and_escaping_paths_are_refused_without_a_request() -> None:
+    fake = FakeSkills(spec())
+    async with connected(fake) as client:
+        skill = await client.get_skill(ROOT)
+        with pytest.raises(SkillVerificationError, match="not in the manifest"):
+            await skill.read("references/NEW.md")
+        with pytest.raises(SkillVerificationError, match="leaves the skill"):
+            await skill.read("../other/SKILL.md")
+        with pytest.raises(SkillVerificationError, match="not in the manifest"):
+            await skill.read("skill://other/SKILL.md")
+    assert fake.reads == []
+
+
+@pytest.mark.parametrize(
+    ("override", "problem"),
+    [
+        ({"resources": None}, "resources"),
+        ({"resources": "everything"}, "resources"),
+        ({"resources": [{"uri": "skill://elsewhere/x.md", "digest": digest(b""), "size": 0}]}, "not within"),
+        ({"resources": [{"uri": f"{ROOT}/SKILL.md", "digest": "md5:00", "size": 1}]}, "digest"),
+        ({"resources": [{"uri": f"{ROOT}/FORMS.md", "digest": digest(b""), "size": 0}]}, "does not list"),
+        ({"frontmatter": {"name": "other", "description": "x"}}, "last segment"),
+    ],
+)
+async def test_an_invalid_entry_is_never_loaded(override: dict[str, Any], problem: str) -> None:
+    fake = FakeSkills(spec(entries={f"{ROOT}/SKILL.md": override}))
+    async with connected(fake) as client:
+        skill = next(s for s in await client.list_skills() if s.uri == f"{ROOT}/SKILL.md")
+        assert skill.problem is not None and problem in skill.problem
+        with pytest.raises(SkillVerificationError, match="invalid skill entry"):
+            await skill.read()
+    assert fake.reads == []
+
+
+async def test_dynamic_skill_needs_allow_unverified_and_still_checks_frontmatter() -> None:
+    fake = FakeSkills(spec(entries={f"{ROOT}/SKILL.md": {"resources": "dynamic"}}))
+    async with connected(fake) as client:
+        skill = await client.get_skill("pdf-processing")
+        assert skill.dynamic and skill.problem is None and skill.files == {}
+        with pytest.raises(SkillVerificationError, match="dynamic"):
+            await skill.read()
+        assert fake.reads == []
+        assert await skill.read_text(allow_unverified=True) == SKILL_MD
+    lying = FakeSkills(
+        spec(
+            entries={f"{ROOT}/SKILL.md": {"resources": "dynamic"}},
+            serve={f"{ROOT}/SKILL.md": SKILL_MD.replace("name: pdf-processing", "name: other")},
+        )
+    )
+    async with connected(lying) as client:
+        skill = await client.get_skill("pdf-processing")
+        with pytest.raises(SkillVerificationError, match="frontmatter"):
+            await skill.read(allow_unverified=True)
+
+
+async def test_pages_names_and_unknown_skills() -> None:
+    fake = FakeSkills(spec(page_size=1))
+    async with connected(fake) as client:
+        page = await client.list_skills_page()
+        assert [s.name for s in page.skills] == ["pdf-processing"] and page.next_cursor == "1"
+        rest = await client.list_skills_page(page.next_cursor)
+        assert [s.name for s in rest.skills] == ["refunds"] and rest.next_cursor is None
+        assert len(await client.list_skills()) == 2
+        # A skill path and a name absent from the listing are asked for by URI.
+        assert (await client.get_skill("acme/billing/refunds")).uri == "skill://acme/billing/refunds/SKILL.md"
+        from mcpkit.protocol.errors import MCPError
+
+        with pytest.raises(MCPError, match=r"No skill is served at skill://nope/SKILL\.md"):
+            await client.get_skill("nope")
+
+
+async def test_a_name_two_skills_share_is_an_error_naming_both() -> None:
+    two = {
+        "skills": {
+            "a/refunds": {"SKILL.md": "---\nname: refunds\ndescription: A\n---\n"},
+            "b/refunds": {"SKILL.md": "---\nname: refunds\ndescription: B\n---\n"},
+        }
+    }
+    async with connected(FakeSkills(two)) as client:
+        with pytest.raises(SkillError, match=r"skill://a/refunds/SKILL\.md, skill://b/refunds/SKILL\.md"):
+            await client.get_skill("refunds")
+
+
+async def test_a_server_without_the_extension_is_not_asked() -> None:
+    fake = FakeSkills(spec(declare=False))
+    async with connected(fake) as client:
+        with pytest.raises(SkillsUnsupported, match="does not declare"):
+            await client.list_skills()
+        with pytest.raises(SkillsUnsupported):
+            await client.get_skill("pdf-processing")
+    assert [m for m, _ in fake.requests] == ["server/discover"]
+
+
+def test_skill_entry_kept_verbatim() -> None:
+    entry = {
+        "uri": f"{ROOT}/SKILL.md",
+        "frontmatter": {"name": "pdf-processing", "description": "d", "license": "MIT"},
+        "resources": [{"uri": f"{ROOT}/SKILL.md", "digest": digest(b"x"), "size": 1}],
+    }
+    skill = Skill(None, entry)
+    assert skill.entry == entry and skill.frontmatter["license"] == "MIT"
+    assert json.loads(json.dumps(skill.entry)) == entry
