@@ -9,6 +9,7 @@ Every attack asserts that the site received no request at all.
 from __future__ import annotations
 
 import asyncio
+import re
 import datetime
 import functools
 import gzip
@@ -816,8 +817,10 @@ async def http_server(subprocess_env: dict[str, str]) -> AsyncIterator[str]:
     try:
         assert proc.stderr is not None
         line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
-        assert line.startswith("fetch server: serving Streamable HTTP on http://127.0.0.1:"), line
-        yield line.rsplit(" ", 1)[1].strip()
+        assert line.startswith("fetch server: serving over Streamable HTTP at http://127.0.0.1:"), line
+        match = re.search(r"(http://\S+/mcp)", line)
+        assert match is not None, line
+        yield match.group(1)
     finally:
         proc.terminate()
         try:

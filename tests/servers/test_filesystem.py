@@ -625,7 +625,7 @@ class HTTPServer:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.lines.append(line)
-            match = re.search(r"serving over HTTP at (http://\S+)", line)
+            match = re.search(r"serving over Streamable HTTP at (http://\S+)", line)
             if match:
                 self.url = match.group(1)
                 self.found.set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ...server import MCPServer
+from .._serving import serve
 from .guard import AddressPolicy, FetchRefused, check_url, parse_ipv4_number
 from .server import (
     DEFAULT_MAX_BYTES,
@@ -171,43 +171,4 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         server = build_server(settings_from_args(args))
     except ValueError as exc:
         parser.error(str(exc))
-    if args.transport == "stdio":
-        server.run()
-        return 0
-    return _serve_http(server, args.host, args.port)
-
-
-def _serve_http(server: MCPServer, host: str, port: int) -> int:
-    import asyncio
-    import contextlib
-    import logging
-    import socket
-
-    from ...transports.http.runner import http_extra_missing, serve_http
-
-    problem = http_extra_missing()
-    if problem is not None:
-        print(f"fetch server: {problem}", file=sys.stderr)
-        return 2
-    # Bound here, before serving: a taken port is one line, and the port actually
-    # bound (with --port 0) can be announced.
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        print(f"fetch server: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"fetch server: serving Streamable HTTP on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
-    logging.basicConfig(level=logging.WARNING)
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock]))
-    finally:
-        sock.close()
-    return 0
+    return serve(server, args, "fetch server")

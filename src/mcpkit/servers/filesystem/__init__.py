@@ -11,16 +11,13 @@ leads out. See ``docs/servers/filesystem.md`` for the options and the threat mod
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import ipaddress
 import logging
 import re
-import socket
 import sys
 from collections.abc import Sequence
 
 from ...server import MCPServer
+from .._serving import serve
 from ._access import Access, RootsPolicy, Settings
 from ._sandbox import AllowedDir, FsError
 from ._tools import READ_TOOLS, WRITE_TOOLS, register_tools
@@ -215,50 +212,11 @@ def main(argv: list[str] | None = None, *, prog: str | None = None) -> int:
         max_depth=args.max_depth,
         allow_hardlinks=args.allow_hardlinks,
     )
-    if args.transport == "stdio":
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(server.serve_stdio())
-        return 0
-    return _serve_http(server, parser.prog, args.host, args.port, max(4 << 20, 2 * args.max_write_bytes))
-
-
-def _serve_http(server: MCPServer, prog: str, host: str, port: int, body_bytes: int) -> int:
-    from ...transports.http.runner import http_extra_missing, serve_http
-
-    problem = http_extra_missing()
-    if problem is not None:
-        print(f"{prog}: {problem}", file=sys.stderr)
-        return 1
-    try:
-        sock = socket.create_server((host, port), family=_family(host), reuse_port=False)
-    except OSError as exc:
-        print(f"{prog}: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    bound = sock.getsockname()[1]
-    url_host = f"[{host}]" if ":" in host else host
-    if not _is_loopback(host):
+    return serve(
+        server,
+        args,
+        parser.prog,
         # Anyone who reaches the port reads (and writes) the allowed directories.
-        print(
-            f"{prog}: warning: serving files on {host}, beyond this machine, without authentication",
-            file=sys.stderr,
-        )
-    print(f"{prog}: serving over HTTP at http://{url_host}:{bound}/mcp", file=sys.stderr, flush=True)
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock], max_body_bytes=body_bytes))
-    finally:
-        sock.close()
-    return 0
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+        exposed_warning=f"serving files on {args.host}, beyond this machine, without authentication",
+        max_body_bytes=max(4 << 20, 2 * args.max_write_bytes),
+    )

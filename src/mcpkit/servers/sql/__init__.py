@@ -17,14 +17,12 @@ See docs/servers/sql.md for the threat model.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import os
-import socket
 import sys
 from collections.abc import Callable, Sequence
 
+from .._serving import serve
 from .backends import Backend, Limits
 from .guard import Checked, Refused, check_read_only, check_write
 from .server import build_server
@@ -180,34 +178,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         return 1
     server = build_server(backend, allow_write=args.allow_write)
     if args.transport == "http":
-        return _serve_http(server, args.host, 8000 if args.port is None else args.port, backend.label)
+        args.port = 8000 if args.port is None else args.port
+        return serve(server, args, PROG, label=backend.label)
     server.run()
-    return 0
-
-
-def _serve_http(server: object, host: str, port: int, label: str) -> int:
-    from ...transports.http.runner import http_extra_missing, serve_http
-
-    problem = http_extra_missing()
-    if problem is not None:
-        print(f"{PROG}: {problem}", file=sys.stderr)
-        return 1
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        sock = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        print(f"{PROG}: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"{PROG}: serving {label} over Streamable HTTP at http://{shown}:{bound}/mcp (Ctrl+C stops)",
-        file=sys.stderr,
-        flush=True,
-    )
-    try:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock]))  # type: ignore[arg-type]
-    finally:
-        sock.close()
     return 0
