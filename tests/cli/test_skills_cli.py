@@ -1,5 +1,5 @@
 """``mcpkit skills list|get``: real ``mcpkit`` processes against a stdio skills server that
-can lie (tests/client/skills_fake.py), which logs every request it gets."""
+can lie (tests/skills_fake.py), which logs every request it gets."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cli_helpers import ROOT, Run
 
-FAKE = ROOT / "tests" / "client" / "skills_fake.py"
+FAKE = ROOT / "tests" / "skills_fake.py"
 SKILL_MD = (
     "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDFs\nlicense: MIT\n---\nBody.\n"
 )

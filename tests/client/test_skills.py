@@ -1,22 +1,19 @@
 """Skills, client side (SEP-2640): listing and getting fetch nothing, reading verifies.
 
-Against a hand-written server (tests/client/skills_fake.py) that can lie: serve content
+Against a hand-written server (tests/skills_fake.py) that can lie: serve content
 other than what its entry describes, or an entry that breaks the rules.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from skills_fake import FakeSkills, digest
 
 from mcpkit import Client
 from mcpkit.client.skills import Skill, SkillError, SkillsUnsupported, SkillVerificationError
-from mcpkit.session.channel import memory_channel_pair
+from skills_fake import FakeSkills, connected, digest
 
 SKILL_MD = "---\nname: pdf-processing\ndescription: Extract, fill, and assemble PDF documents\n---\n\nBody.\n"
 FORMS = "Supporting content.\n"
@@ -33,22 +30,6 @@ def spec(**extra: Any) -> dict[str, Any]:
         },
         **extra,
     }
-
-
-@contextlib.asynccontextmanager
-async def connected(fake: FakeSkills) -> AsyncIterator[Client]:
-    ours, theirs = memory_channel_pair()
-    import asyncio
-
-    server = asyncio.create_task(fake.serve(theirs))
-    try:
-        async with Client.over(ours) as client:
-            yield client
-    finally:
-        await theirs.close()
-        server.cancel()
-        with contextlib.suppress(BaseException):
-            await server
 
 
 async def test_listing_fetches_no_file_and_declares_the_extension() -> None:
@@ -235,3 +216,75 @@ def test_skill_entry_kept_verbatim() -> None:
     skill = Skill(None, entry)
     assert skill.entry == entry and skill.frontmatter["license"] == "MIT"
     assert json.loads(json.dumps(skill.entry)) == entry
+
+
+# -- against mcpkit's own skills server ---------------------------------------------------
+
+
+class Recording:
+    """A channel wrapper that records the method of every request the client writes."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def __call__(self, channel: Any) -> Any:
+        recording = self
+        write = channel.write
+
+        def recorded(data: bytes, related: Any = None) -> None:
+            message = json.loads(data)
+            if isinstance(message, dict) and "method" in message:
+                recording.sent.append((message["method"], (message.get("params") or {}).get("uri", "")))
+            write(data, related)
+
+        channel.write = recorded
+        return channel
+
+    @property
+    def reads(self) -> list[str]:
+        return [uri for method, uri in self.sent if method == "resources/read"]
+
+
+def skills_dir(tmp_path: Any) -> Any:
+    skill = tmp_path / "skills" / "pdf-processing"
+    (skill / "references").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: pdf-processing\ndescription: Extract PDFs\nmetadata:\n  version: '2.1'\n---\nBody.\n"
+    )
+    (skill / "references" / "FORMS.md").write_text(FORMS)
+    return tmp_path / "skills"
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+async def test_mcpkit_server_skills_read_lazily_and_verified(tmp_path: Any, protocol: str) -> None:
+    from mcpkit import MCPServer
+
+    server = MCPServer("skills")
+    server.add_skills(skills_dir(tmp_path))
+    recording = Recording()
+    async with Client(server, protocol=protocol, channel_wrapper=recording) as client:
+        (skill,) = await client.list_skills()
+        assert skill.frontmatter["metadata"] == {"version": "2.1"} and skill.problem is None
+        assert recording.reads == []
+        assert (await skill.read_text()).endswith("Body.\n")
+        assert await skill.read_text("references/FORMS.md") == FORMS
+    assert recording.reads == [f"{ROOT}/SKILL.md", f"{ROOT}/references/FORMS.md"]
+
+
+async def test_a_file_changed_after_the_entry_is_refused_until_refreshed(tmp_path: Any) -> None:
+    from mcpkit import MCPServer
+
+    root = skills_dir(tmp_path)
+    server = MCPServer("skills")
+    server.add_skills(root)
+    async with Client(server) as client:
+        held = await client.get_skill("pdf-processing")
+        (root / "pdf-processing" / "references" / "FORMS.md").write_text("Changed on disk.\n")
+        with pytest.raises(SkillVerificationError):
+            await held.read("references/FORMS.md")  # stale entry: the new bytes are not used
+        fresh = await client.get_skill("pdf-processing")
+        assert (
+            fresh.files[f"{ROOT}/references/FORMS.md"].digest
+            != held.files[f"{ROOT}/references/FORMS.md"].digest
+        )
+        assert await fresh.read_text("references/FORMS.md") == "Changed on disk.\n"

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..client.skills import Skill, SkillError
+from ..protocol.errors import MCPError
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -174,7 +175,8 @@ async def export_skills(
         for name in names:
             try:
                 skills.append(await client.get_skill(name))
-            except SkillError as exc:
+            except (SkillError, MCPError) as exc:
+                # (-32602: the server serves no skill by that name or URI.)
                 report.refused.append(RefusedSkill(name, "", str(exc)))
     by_name: dict[str, list[Skill]] = {}
     for skill in skills:

@@ -1,7 +1,7 @@
 """A hand-written skills server that can lie: it lists entries built from the files it is
 given, then serves whatever content it is told to (tampered bytes, another frontmatter),
 and records every request. Used in memory (:meth:`FakeSkills.serve` over a channel) and as
-a stdio process (``python tests/client/skills_fake.py SPEC.json``, for the CLI tests).
+a stdio process (``python tests/skills_fake.py SPEC.json``, for the CLI tests).
 
 SPEC (JSON): ``{"skills": {SKILL_PATH: {FILE_PATH: TEXT}}, "serve": {URI: TEXT},
 "entries": {URI: ENTRY_OVERRIDES}, "log": FILE, "declare": true, "page_size": N}``:
@@ -12,9 +12,12 @@ request's method and URI.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 SKILLS = "io.modelcontextprotocol/skills"
@@ -127,6 +130,24 @@ class FakeSkills:
                 out = self.reply(bytes(raw))
                 if out is not None:
                     channel.write(out)
+
+
+@contextlib.asynccontextmanager
+async def connected(fake: FakeSkills) -> AsyncIterator[Any]:
+    """An mcpkit Client connected to ``fake`` in memory."""
+    from mcpkit import Client
+    from mcpkit.session.channel import memory_channel_pair
+
+    ours, theirs = memory_channel_pair()
+    server = asyncio.create_task(fake.serve(theirs))
+    try:
+        async with Client.over(ours) as client:
+            yield client
+    finally:
+        await theirs.close()
+        server.cancel()
+        with contextlib.suppress(BaseException):
+            await server
 
 
 def main() -> None:
