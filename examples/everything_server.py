@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 from mcpkit import Context, Elicit, ListRoots, MCPServer, Sample
@@ -49,6 +50,9 @@ WAV_TINY = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 server = MCPServer("mcpkit-everything-server", "1.0.0")
+# Agent Skills (io.modelcontextprotocol/skills, SEP-2640): examples/skills/ as skill:// resources,
+# with skills/list, skills/get and resources/directory/read (the suite's sep-2640-skills-* scenarios).
+server.add_skills(Path(__file__).parent / "skills")
 
 
 # -- tools: content ------------------------------------------------------------

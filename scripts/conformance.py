@@ -95,6 +95,14 @@ EXTRA_SCENARIOS = (
     ("tasks-required-task-error", "2026-07-28"),
     ("tasks-mrtr-composition", "2026-07-28"),
     ("tasks-status-notifications", "2026-07-28"),
+    # The skills extension (io.modelcontextprotocol/skills, SEP-2640), server side, in both
+    # eras (the cache fields are checked, and exist, from 2026-07-28 only).
+    ("sep-2640-skills-enumeration", "2026-07-28"),
+    ("sep-2640-skills-manifest", "2026-07-28"),
+    ("sep-2640-skills-directory", "2026-07-28"),
+    ("sep-2640-skills-enumeration", "2025-11-25"),
+    ("sep-2640-skills-manifest", "2025-11-25"),
+    ("sep-2640-skills-directory", "2025-11-25"),
 )
 WIRE_CHECK = "wire-schema-valid"
 SCALED_WORKERS = 2

@@ -6,8 +6,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from importlib.resources.abc import Traversable
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -39,6 +41,7 @@ from .middleware import (
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
+from .skills import SkillSet, SkillSettings
 from .tasks import TaskManager, TaskSettings
 from .tasks_legacy import LegacyTasks
 from .tools import ToolOptions, ToolRegistry
@@ -149,6 +152,8 @@ class MCPServer:
         self._chains: dict[str, CallNext] = {}
         #: Extensions declared besides tasks (``declare_extension``), name to settings.
         self._extensions: dict[str, dict[str, Any]] = {}
+        #: The skills this server serves (:meth:`add_skills`); None until some are added.
+        self.skills: SkillSet | None = None
         for each in middleware:
             self.add_middleware(each)
 
@@ -490,7 +495,47 @@ class MCPServer:
                 return
         self.bus.publish(event)
 
+    # -- servers made from HTTP APIs -------------------------------------------
+
+    @staticmethod
+    def from_openapi(document: Any, **options: Any) -> MCPServer:
+        """A server whose tools call the HTTP API an OpenAPI 3.0/3.1 ``document`` describes
+        (see :func:`mcpkit.server.openapi.from_openapi` for the options)."""
+        from .openapi import from_openapi
+
+        return from_openapi(document, **options)
+
+    @staticmethod
+    def from_asgi(app: Any, document: Any = None, **options: Any) -> MCPServer:
+        """A server whose tools call an ASGI app (FastAPI, Starlette) in process, from its
+        OpenAPI document (see :func:`mcpkit.server.openapi.from_asgi`)."""
+        from .openapi import from_asgi
+
+        return from_asgi(app, document, **options)
+
     # -- protocol surface ----------------------------------------------------
+
+    def add_skills(
+        self,
+        *sources: str | os.PathLike[str] | Traversable,
+        prefix: str | None = None,
+        settings: SkillSettings | None = None,
+    ) -> SkillSet:
+        """Serve Agent Skills (the ``io.modelcontextprotocol/skills`` extension, SEP-2640).
+
+        Each source is a directory of skills (every directory below it with a ``SKILL.md``),
+        one skill's directory, or a package's resources
+        (``importlib.resources.files("pkg") / "skills"``). ``prefix`` publishes them under
+        ``skill://<prefix>/...``; ``settings`` (limits, ``directoryRead``, refresh) apply
+        from the first call on. A skill that breaks the rules raises
+        :class:`~mcpkit.protocol.skills.SkillError` naming it. See :mod:`mcpkit.server.skills`."""
+        if self.skills is None:
+            self.skills = SkillSet(self, settings)
+        elif settings is not None and settings != self.skills.settings:
+            raise ValueError("skill settings are given once, with the first add_skills()")
+        for source in sources:
+            self.skills.add(source, prefix=prefix)
+        return self.skills
 
     def declare_extension(self, name: str, settings: Mapping[str, Any] | None = None) -> None:
         """Declare the extension ``name`` (for example ``io.modelcontextprotocol/ui``) with its

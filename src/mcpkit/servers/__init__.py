@@ -15,4 +15,5 @@ SERVERS: dict[str, str] = {
     "filesystem": "mcpkit.servers.filesystem",
     "sql": "mcpkit.servers.sql",
     "fetch": "mcpkit.servers.fetch",
+    "skills": "mcpkit.servers.skills",
 }
