@@ -201,6 +201,32 @@ async def test_no_backend_answers_502() -> None:
         assert proxy.log[0].backend is None and proxy.log[0].refused == [0, 1]
 
 
+async def test_a_backend_dying_before_answering_is_a_502_not_retried() -> None:
+    """Found by the soak: a worker SIGKILLed while it held a request made the proxy crash
+    into uvicorn's 500; a gateway answers 502, and does not replay a request that may have run."""
+    seen: list[bytes] = []
+
+    async def dies(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(dies, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with backends("b") as (b,):
+            async with RoundRobinProxy([f"http://127.0.0.1:{port}", b.url]) as proxy:
+                async with httpx.AsyncClient(base_url=proxy.url, timeout=5) as client:
+                    response = await client.post("/mcp", json={"x": 1})
+                assert response.status_code == 502, response.text
+                assert "before answering" in response.text
+                assert len(seen) == 1
+                assert [(r.backend, r.status, r.refused) for r in proxy.log] == [(0, 502, [])]
+                assert b.seen == []  # not replayed on the other backend
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_backend_dying_mid_body_cuts_the_client_off() -> None:
     async def half_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")

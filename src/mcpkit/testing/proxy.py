@@ -11,7 +11,9 @@ one client never reach the same worker. It:
   ``Host`` is passed through as the client sent it;
 - propagates a client's disconnect: the upstream connection is closed at once;
 - survives a dead backend: a refused connection moves on to the next backend;
-  when every backend refuses, the answer is ``502 Bad Gateway``;
+  when every backend refuses, the answer is ``502 Bad Gateway``; so it is when a
+  backend dies after taking the request and before answering (not retried: it may
+  have run);
 - cuts the client off (no clean end of the body) when a backend dies mid-response,
   as a real proxy does, so the client can tell a broken stream from a finished one.
 
@@ -233,6 +235,13 @@ class RoundRobinProxy:
             except (httpx.ConnectError, httpx.ConnectTimeout):
                 entry.refused.append(index)
                 continue
+            except httpx.TransportError:
+                # The backend took the request and died before its response began: the
+                # request may have run, so it is not sent elsewhere. A gateway answers
+                # 502 (RFC 9110 15.6.3), as nginx does, not a 500 of its own.
+                entry.backend, entry.status = index, 502
+                await _plain(send, 502, b"Bad Gateway: the backend failed before answering\n")
+                return
             entry.backend, entry.status = index, response.status_code
             break
         if self.access_log:
