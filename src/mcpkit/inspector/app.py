@@ -32,6 +32,7 @@ from ..protocol.http import LOOPBACK_HOSTS, OriginPolicy
 from ..transports.http.asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body
 from ._api import ApiError, parse_connect
 from ._session import InspectorSession
+from ._skills import SkillsView
 
 __all__ = ["CONTENT_SECURITY_POLICY", "InspectorApp"]
 
@@ -112,6 +113,8 @@ class InspectorApp:
         #: Set once the server has run the ASGI lifespan startup.
         self.started = asyncio.Event()
         self.static = _load_static()
+        #: The Skills view's routes (see ``_skills.py``).
+        self.skills = SkillsView(session)
         self._routes: dict[tuple[str, str], Handler] = {
             ("POST", "/api/connect"): self._connect,
             ("POST", "/api/disconnect"): self._disconnect,
@@ -131,6 +134,9 @@ class InspectorApp:
             ("POST", "/api/tasks/get"): self.session.get_task,
             ("POST", "/api/tasks/cancel"): self.session.cancel_task,
             ("POST", "/api/tasks/forget"): self._forget_task,
+            ("POST", "/api/skills/list"): self.skills.list,
+            ("POST", "/api/skills/get"): self.skills.get,
+            ("POST", "/api/skills/read"): self.skills.read,
             ("POST", "/api/answer"): self._answer,
             ("POST", "/api/cancel"): self._cancel,
             ("POST", "/api/clear"): self._clear,
