@@ -313,7 +313,7 @@
     if (status === "connecting" || status === "connected") showError("connect-error", null);
     else if (error && $("connect-error").hidden) showError("connect-error", { message: error });
     if (wasConnected && status !== "connected") {
-      for (const id of ["tools-count", "resources-count", "prompts-count"]) $(id).textContent = "";
+      for (const id of ["tools-count", "resources-count", "prompts-count", "skills-count"]) $(id).textContent = "";
     }
   }
 
@@ -354,6 +354,7 @@
     if (capability("tools")) jobs.push(loadTools());
     if (capability("resources")) jobs.push(loadResources());
     if (capability("prompts")) jobs.push(loadPrompts());
+    if (declaresSkills()) jobs.push(loadSkills());
     await Promise.allSettled(jobs);
   }
 
@@ -1173,6 +1174,82 @@
     pane.appendChild(out);
   }
 
+  // ---------------------------------------------------------------- skills (io.modelcontextprotocol/skills)
+  // Entries only: listing fetches no file. A file's content comes from /api/skills/read, which
+  // returns it only once verified against the server's entry. Everything the server sent is
+  // shown as text (textContent via el()), never as HTML.
+
+  const SKILLS_EXTENSION = "io.modelcontextprotocol/skills";
+
+  function declaresSkills() {
+    const caps = state.server && isObject(state.server.capabilities) ? state.server.capabilities : {};
+    return isObject(caps.extensions) && SKILLS_EXTENSION in caps.extensions;
+  }
+
+  async function loadSkills() {
+    showError("skills-error", null);
+    const ul = clear($("skills-list"));
+    let skills = [];
+    try {
+      const res = await api("skills/list", {});
+      skills = Array.isArray(res.skills) ? res.skills.filter(isObject) : [];
+    } catch (e) {
+      showError("skills-error", e);
+    }
+    $("skills-count").textContent = skills.length ? String(skills.length) : "";
+    for (const s of skills) {
+      const note = s.problem ? `invalid entry: ${str(s.problem)}` : str(s.description);
+      ul.appendChild(listItem(str(s.name) || str(s.uri), note, false, () => showSkill(s), str(s.uri)));
+    }
+  }
+
+  function showSkill(skill) {
+    const pane = clear($("skill-detail"));
+    const out = el("div", { id: "skill-file" });
+    const view = async (file) => {
+      clear(out).appendChild(el("p", { className: "muted" }, `reading ${str(file.path)}…`));
+      try {
+        const res = await api("skills/read", { uri: skill.uri, path: file.path });
+        const body = typeof res.text === "string" ? res.text : `(binary, ${fmtSize(res.size)}: not shown)`;
+        clear(out).appendChild(
+          el(
+            "div",
+            { className: "result", id: "skill-file-content" },
+            el("div", { className: "muted small" }, `${str(res.path)} · ${fmtSize(res.size)} · verified ${str(res.digest)}`),
+            el("pre", null, body),
+          ),
+        );
+      } catch (e) {
+        clear(out).appendChild(errorBox(e, "File refused"));
+      }
+    };
+    const files = Array.isArray(skill.files) ? skill.files.filter(isObject) : [];
+    const rows = files.map((f) =>
+      el(
+        "tr",
+        { dataset: { path: str(f.path) } },
+        el("td", null, el("code", null, str(f.path))),
+        el("td", { className: "muted small" }, fmtSize(f.size)),
+        el("td", { className: "muted small" }, el("code", null, str(f.digest))),
+        el("td", null, el("button", { type: "button", onclick: () => view(f) }, "View")),
+      ),
+    );
+    pane.appendChild(
+      el(
+        "div",
+        { className: "card", id: "skill-card" },
+        el("h3", null, str(skill.name) || str(skill.uri)),
+        el("div", { className: "muted small" }, el("code", null, str(skill.uri))),
+        skill.description ? el("div", { className: "description" }, str(skill.description)) : null,
+        skill.problem ? el("p", { className: "error-text" }, `Invalid entry, not loadable: ${str(skill.problem)}`) : null,
+        skill.dynamic ? el("p", { className: "muted" }, 'Files: "dynamic" (generated content, no digests to verify against).') : null,
+        rows.length ? el("table", { className: "skill-files" }, el("tbody", null, rows)) : null,
+        el("details", { className: "more" }, el("summary", null, "frontmatter"), el("pre", null, pretty(skill.frontmatter))),
+      ),
+    );
+    pane.appendChild(out);
+  }
+
   // ---------------------------------------------------------------- pending requests (elicitation, sampling)
 
   function showPending(p) {
@@ -1521,6 +1598,7 @@
     $("tools-refresh").addEventListener("click", loadTools);
     $("resources-refresh").addEventListener("click", loadResources);
     $("prompts-refresh").addEventListener("click", loadPrompts);
+    $("skills-refresh").addEventListener("click", loadSkills);
     $("ping-btn").addEventListener("click", () => api("ping", {}).then((r) => note(`ping: ${fmtMs(r.durationMs)}`), (e) => note(`ping failed: ${e.message}`)));
     $("set-log-level").addEventListener("change", () => {
       const level = $("set-log-level").value;
