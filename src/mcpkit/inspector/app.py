@@ -12,7 +12,8 @@ Every request is checked, in this order:
 
 Nothing is spawned or connected before all of that passed. Every response
 carries a strict Content-Security-Policy (no inline script, no ``eval``,
-images and audio from ``data:`` only besides our own origin).
+images and audio from ``data:`` only besides our own origin; frames only from our own
+``/apps/frame/`` views, which are served with their own sandboxing policy, see ``_apps.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import msgspec
 from ..protocol.http import LOOPBACK_HOSTS, OriginPolicy
 from ..transports.http.asgi import HTTPFailure, Receive, Scope, Send, headers_of, read_body
 from ._api import ApiError, parse_connect
+from ._apps import AppFrames
 from ._session import InspectorSession
 from ._skills import SkillsView
 
@@ -41,7 +43,7 @@ logger = logging.getLogger("mcpkit.inspector")
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "media-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; "
-    "frame-src 'none'; worker-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "frame-src 'self'; worker-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
 _SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
@@ -113,6 +115,8 @@ class InspectorApp:
         #: Set once the server has run the ASGI lifespan startup.
         self.started = asyncio.Event()
         self.static = _load_static()
+        #: The MCP Apps views open in the page's iframes (see ``_apps.py``).
+        self.apps = AppFrames()
         #: The Skills view's routes (see ``_skills.py``).
         self.skills = SkillsView(session)
         self._routes: dict[tuple[str, str], Handler] = {
@@ -137,6 +141,9 @@ class InspectorApp:
             ("POST", "/api/skills/list"): self.skills.list,
             ("POST", "/api/skills/get"): self.skills.get,
             ("POST", "/api/skills/read"): self.skills.read,
+            ("POST", "/api/apps/open"): lambda body: self.apps.open(self.session, body),
+            ("POST", "/api/apps/call"): lambda body: self.apps.call(self.session, body),
+            ("POST", "/api/apps/close"): self._close_app,
             ("POST", "/api/answer"): self._answer,
             ("POST", "/api/cancel"): self._cancel,
             ("POST", "/api/clear"): self._clear,
@@ -197,6 +204,8 @@ class InspectorApp:
                 raise ApiError(403, "Origin not allowed")
             if path.startswith("/api/") or path == "/api":
                 await self._api(path, method, scope, receive, send, headers)
+            elif path.startswith("/apps/frame/"):
+                await self._app_frame(path, method, headers, send)
             else:
                 await self._static(path, method, send)
         except ApiError as exc:
@@ -215,6 +224,20 @@ class InspectorApp:
             raise ApiError(404, "not found")
         body, ctype = found
         await _respond(send, 200, body if method == "GET" else b"", ctype, length=len(body))
+
+    async def _app_frame(self, path: str, method: str, headers: Mapping[str, str], send: Send) -> None:
+        """An MCP Apps view, for its sandboxed iframe only (see ``_apps.py``): its own CSP
+        (``sandbox allow-scripts``, deny by default), never the page's headers."""
+        if method not in ("GET", "HEAD"):
+            raise ApiError(405, "method not allowed")
+        frame = self.apps.get(path)
+        if frame is None:
+            raise ApiError(404, "not found")
+        dest = headers.get("sec-fetch-dest")
+        if dest is not None and dest != "iframe":
+            raise ApiError(403, "an app view loads in the Inspector's iframe only")
+        await send({"type": "http.response.start", "status": 200, "headers": frame.headers()})
+        await send({"type": "http.response.body", "body": frame.html if method == "GET" else b""})
 
     async def _api(
         self, path: str, method: str, scope: Scope, receive: Receive, send: Send, headers: dict[str, str]
@@ -276,6 +299,9 @@ class InspectorApp:
 
     async def _forget_task(self, body: dict[str, Any]) -> Any:
         return self.session.forget_task(body)
+
+    async def _close_app(self, body: dict[str, Any]) -> Any:
+        return self.apps.close(body)
 
     async def _cancel(self, body: dict[str, Any]) -> Any:
         return {"cancelled": self.session.cancel(body)}

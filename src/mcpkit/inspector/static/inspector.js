@@ -738,6 +738,8 @@
             const res = await api("tools/call", { name: tool.name, arguments: args, callId });
             if (isObject(res.task)) showToolTask(resultArea, res.task, res.durationMs);
             else renderToolResult(resultArea, res);
+            // MCP Apps: a tool with a ui:// view renders it, sandboxed, under its result (apps.js).
+            if (!isObject(res.task) && window.mcpkitApps) window.mcpkitApps.mount(resultArea, { api, tool, args, result: res.result });
           } catch (e) {
             clear(resultArea).appendChild(errorBox(e, "Call failed"));
           } finally {
