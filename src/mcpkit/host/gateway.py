@@ -20,6 +20,11 @@ too, and its own clients are told.
 A policy's ``ask`` with no approval callback is put to the gateway's client as
 an elicitation (when the client supports it); otherwise the call is refused.
 A refusal comes back as a tool error the model can read, never as a call.
+
+A tool whose definition changed since it was approved (the host's pins) is
+not listed, and a call of it is refused with the reason and the command that
+approves it (``mcpkit pins accept``): the gateway's client is often the model's
+own host, so the change is not put to it as an elicitation.
 """
 
 from __future__ import annotations
@@ -227,6 +232,8 @@ class Gateway:
         entry = self.host.tool(name)
         key = self.host.backend(entry.server).key
         request = ApprovalRequest(name, entry.server, entry.tool.name, arguments, key)
+        if self.host.pin_change(name) is not None:
+            return None  # refused with the way to approve it (see the module's docstring)
         if policy.decide(request)[0] != "ask" or "elicitation" not in ctx.client_capabilities:
             return None
         shown = json.dumps(arguments, ensure_ascii=False, default=str)
@@ -285,8 +292,16 @@ class _Refusals(Middleware):
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
 
+    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> Any:
+        # A change approved by another process (mcpkit pins accept) shows up in the next listing.
+        if self.gateway.host.refresh_pins():
+            self.gateway.sync()
+        return await call_next(ctx)
+
     async def on_call_tool(self, ctx: Context, call_next: CallNext) -> Any:
         name = ctx.request.target
+        if isinstance(name, str) and self.gateway.host.refresh_pins():
+            self.gateway.sync()
         if isinstance(name, str) and name in self.gateway._denied:
             return await self.gateway.call(name, ctx.request.arguments or {}, ctx)
         return await call_next(ctx)

@@ -15,21 +15,24 @@ listeners registered with :meth:`Host.subscribe` hear about every change.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from ..protocol import types as t
 from ..server.resources import UriTemplate
 from ..session.engine import ProgressCallback
+from ._pinguard import PinGuard
 from .backend import Backend, RestartPolicy, State
 from .config import ServerSpec, load_config
 from .naming import DEFAULT_MAX_LENGTH, NameTable, qualify_uri
+from .pins import PinChange, PinStore
 from .policy import ApprovalRequest, Approver, AuditLog, Outcome, PermissionDenied, Policy, Stopwatch
 
 __all__ = [
@@ -136,6 +139,14 @@ class Host:
     ``policy`` (None: no permission checks) and ``audit`` apply to
     :meth:`call_tool`. ``ready_timeout`` bounds how long a call waits for a
     starting or restarting server.
+
+    ``pins`` keeps the approved definition of each tool (by hash): a tool whose
+    definition changes is hidden from :attr:`visible_tools` and asked about
+    again before its next call (docs/host-security.md). The default is a
+    :class:`PinStore` in memory (changes within this host's life); pass one
+    with a file to keep approvals across runs, or ``None`` to turn pinning off.
+    ``approve_hint`` is how a refusal tells the user to approve a change
+    (``{server}`` and ``{tool}`` are filled in).
     """
 
     def __init__(
@@ -151,6 +162,8 @@ class Host:
         max_name_length: int = DEFAULT_MAX_LENGTH,
         stderr: Any = None,
         log_handler: Callable[[str, t.LoggingMessageParams], Any] | None = None,
+        pins: PinStore | Literal["memory"] | None = "memory",
+        approve_hint: str | None = None,
     ) -> None:
         specs = load_config(servers) if isinstance(servers, str | os.PathLike) else dict(servers)
         # The mapping's key is the server's name everywhere (tool names, rules, audit).
@@ -182,6 +195,11 @@ class Host:
         self._shared: dict[str, list[str]] = {}
         self._shared_templates: list[tuple[UriTemplate | None, list[str]]] = []
         self._pending: set[asyncio.Task[Any]] = set()
+        self.pins = PinStore() if pins == "memory" else pins
+        self._guard = PinGuard(self.pins, self._audit_event, hint=approve_hint) if self.pins else None
+        #: Tool names (as servers name them) that several servers list, with those servers.
+        self.collisions: dict[str, list[str]] = {}
+        self._collisions_seen: set[tuple[str, tuple[str, ...]]] = set()
         self.running = False
 
     # -- lifecycle -------------------------------------------------------------
@@ -248,7 +266,29 @@ class Host:
         A host leaves a tool that no call of may run out of what the model sees;
         ``ask`` tools stay (each call is asked about).
         """
-        return [entry for entry in self._tools.values() if not self.denies(entry)]
+        return [
+            entry
+            for entry in self._tools.values()
+            if not self.denies(entry) and self.pin_change(entry.name) is None
+        ]
+
+    def pin_change(self, name: str) -> PinChange | None:
+        """How tool ``name`` differs from its approved definition (None: it does not, or no pins).
+
+        A changed tool is hidden from :attr:`visible_tools`, and its next call is
+        asked about even where the policy says allow.
+        """
+        entry = self._tools.get(name)
+        if entry is None or self._guard is None:
+            return None
+        return self._guard.change(entry.server, entry.tool)
+
+    def refresh_pins(self) -> bool:
+        """Re-read the pins file if another process changed it; whether it had."""
+        if self.pins is None or not self.pins.refresh():
+            return False
+        self._reindex()
+        return True
 
     def denies(self, entry: HostTool) -> bool:
         """Whether the policy refuses every call of this tool (its decision is ``deny``)."""
@@ -323,18 +363,31 @@ class Host:
         args = dict(arguments or {})
         audit = self._auditor(entry, args)
         clock = Stopwatch()
-        if self.policy is not None:
-            request = ApprovalRequest(name, entry.server, entry.tool.name, args, backend.key)
+        if self.pins is not None:
+            self.pins.refresh()  # an approval given elsewhere (mcpkit pins accept) counts now
+        change = self.pin_change(name)
+        # A changed tool is asked about even where the policy allows it (or there is no policy).
+        policy = self.policy if self.policy is not None or change is None else Policy(default="allow")
+        if policy is not None:
+            request = ApprovalRequest(name, entry.server, entry.tool.name, args, backend.key, change)
+            refusal = None if change is None or self._guard is None else self._guard.refusal(change, name)
             try:
-                verdict = await self.policy.authorize(request, approver=approver)
+                verdict = await policy.authorize(request, approver=approver, must_ask=refusal)
             except PermissionDenied as exc:
                 audit("denied", clock.ms(), exc.reason)
                 raise
             audit(
                 "allowed",
                 clock.ms(),
-                f"{verdict.approved_by}: {verdict.rule or 'default ' + verdict.decision}",
+                f"{verdict.approved_by}: {verdict.rule or 'default ' + verdict.decision}"
+                + ("; approved the changed definition" if change is not None else ""),
             )
+            if self._guard is not None:
+                if change is not None:
+                    self._guard.approve(change, entry.tool, verdict.describe())
+                    self._changed(backend, frozenset({"tools"}), None)  # visible again
+                else:
+                    self._guard.pin_new(entry.server, entry.tool, verdict.describe())
         else:
             audit("allowed", clock.ms(), "no policy")
         clock = Stopwatch()
@@ -348,6 +401,14 @@ class Host:
         failed = result.is_error is True
         audit("error" if failed else "ok", clock.ms(), "the tool reported an error" if failed else None)
         return result
+
+    def _audit_event(self, event: str, fields: dict[str, Any]) -> None:
+        if self.audit is None:
+            return
+        try:
+            self.audit.event(event, **fields)
+        except Exception:  # an audit sink failing must not stop the host
+            logger.exception("audit log write failed")
 
     def _auditor(self, entry: HostTool, args: dict[str, Any]) -> Callable[[Outcome, float, str | None], None]:
         log = self.audit
@@ -532,6 +593,42 @@ class Host:
             (_matcher(uri), names) for uri, names in template_owners.items() if len(names) > 1
         ]
         self._tools, self._prompts, self._resources, self._templates = tools, prompts, resources, templates
+        self._check_tools(live)
+
+    def _check_tools(self, live: list[tuple[str, Backend]]) -> None:
+        """Pins and collisions: every listing goes through here (start, list_changed, restart)."""
+        ready = [(name, b) for name, b in live if b.state is State.READY]
+        if self._guard is not None:
+            for name, b in ready:
+                self._guard.observe(name, b.tools, functools.partial(self._allows, b))
+        owners: dict[str, list[str]] = {}
+        for name, b in ready:
+            for tool_name in dict.fromkeys(tool.name for tool in b.tools):
+                owners.setdefault(tool_name, []).append(name)
+        self.collisions = {tool: names for tool, names in owners.items() if len(names) > 1}
+        shared: dict[tuple[str, ...], list[str]] = {}
+        for tool, names in self.collisions.items():
+            key = (tool, tuple(names))
+            if key not in self._collisions_seen:
+                self._collisions_seen.add(key)
+                shared.setdefault(tuple(names), []).append(tool)
+        for names, tools in shared.items():
+            # Nothing is shadowed (each is mcp__<server>__<tool>), but a model told to
+            # "use search" may pick either: the user should know. (Reported by logging
+            # and by `mcpkit audit-servers`; the audit log is for calls and changes.)
+            logger.warning(
+                "servers %s all offer tools named %s (each is listed as mcp__<server>__<tool>)",
+                ", ".join(map(repr, names)),
+                ", ".join(map(repr, tools)),
+            )
+
+    def _allows(self, backend: Backend, tool: t.Tool) -> bool:
+        """Whether the policy lets calls of ``tool`` through without asking (pinned on first sight)."""
+        if self.policy is None:
+            return True
+        exposed = NameTable(max_length=self.max_name_length).item(backend.key, tool.name)
+        request = ApprovalRequest(exposed, backend.name, tool.name, {}, backend.key)
+        return self.policy.decide(request)[0] == "allow"
 
 
 def _matcher(template: str) -> UriTemplate | None:

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import IO, Any, Literal, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias
 
 from .naming import PREFIX
+
+if TYPE_CHECKING:
+    from .pins import PinChange
 
 __all__ = [
     "REDACTED",
@@ -52,6 +55,10 @@ class ApprovalRequest:
     arguments: Mapping[str, Any]
     #: The sanitized server part of ``name`` (equal to ``server`` for tidy names).
     server_key: str = ""
+    #: Set when the tool's definition differs from the one approved before (a
+    #: :class:`~mcpkit.host.pins.PinChange`: ``change.diff()`` shows how); approving
+    #: the call approves the new definition.
+    change: PinChange | None = None
 
     def candidates(self) -> tuple[set[str], set[str]]:
         """(server-level names, tool-level names) a rule may use for this call."""
@@ -132,20 +139,26 @@ class Policy:
                     return decision, rule  # type: ignore[return-value]
         return self.default, None
 
-    async def authorize(self, request: ApprovalRequest, *, approver: Approver | None = None) -> Verdict:
+    async def authorize(
+        self, request: ApprovalRequest, *, approver: Approver | None = None, must_ask: str | None = None
+    ) -> Verdict:
         """Let the call through or raise :class:`PermissionDenied`.
 
         ``approver`` overrides the policy's own callback for this call.
+        ``must_ask`` turns an ``allow`` into an ``ask`` (a changed tool): it is
+        the refusal's reason when there is no callback to ask.
         """
         decision, rule = self.decide(request)
         source = f"rule {rule!r}" if rule else "the default"
         if decision == "deny":
             raise PermissionDenied(request.name, f"denied by {source}")
-        if decision == "allow":
+        if decision == "allow" and must_ask is None:
             return Verdict("allow", rule, "rule" if rule else "default")
         ask = approver or self.approver
         if ask is None:
-            raise PermissionDenied(request.name, f"{source} says ask, and there is no approval callback")
+            raise PermissionDenied(
+                request.name, must_ask or f"{source} says ask, and there is no approval callback"
+            )
         try:
             answer = ask(request)
             if inspect.isawaitable(answer):
@@ -232,6 +245,13 @@ class AuditLog:
             entry["call"] = call
         if reason is not None:
             entry["reason"] = reason[:500]
+        self._write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
+        return entry
+
+    def event(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Write one line about something other than a call (``tool_changed``, ``tool_collision``…)."""
+        entry: dict[str, Any] = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event}
+        entry.update(fields)
         self._write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
         return entry
 

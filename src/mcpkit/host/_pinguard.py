@@ -1,0 +1,123 @@
+"""The host's side of pinning: watch every listing, record what changed, block what is unapproved.
+
+:class:`PinGuard` is fed each ready server's tool list whenever the host
+re-indexes (at start, on ``notifications/tools/list_changed`` re-fetches, after
+a restart). It pins new tools the policy allows (trust on first use: an
+``allow`` rule is the user's approval), notes changed ones as pending and
+writes one audit record per change, removal and restoration, and tells the
+host which tools are blocked: those whose definition differs from their pin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..protocol import types as t
+from .pins import PinChange, PinStore, pin_hash
+
+__all__ = ["PinGuard"]
+
+logger = logging.getLogger("mcpkit.host")
+
+#: Writes one audit event: ``(event, fields)``.
+EventSink = Callable[[str, dict[str, Any]], None]
+_DIFF_LIMIT = 4000  # characters of diff kept in an audit record
+
+
+class PinGuard:
+    """Compares listed tools with a :class:`PinStore` and reports the differences once each."""
+
+    def __init__(self, store: PinStore, record: EventSink, *, hint: str | None = None) -> None:
+        self.store = store
+        self._record = record
+        self._hint = hint
+        #: Last hash seen per (server, tool); a server is absent until first listed.
+        self._seen: dict[str, dict[str, str]] = {}
+
+    def observe(self, server: str, tools: Iterable[t.Tool], allowed: Callable[[t.Tool], bool]) -> bool:
+        """Take note of ``server``'s current tools; whether anything was newly blocked or cleared."""
+        self.store.refresh()
+        before = self._seen.get(server)
+        now: dict[str, str] = {}
+        moved = False
+        for tool in tools:
+            digest = pin_hash(tool)
+            now[tool.name] = digest
+            if before is not None and before.get(tool.name) == digest:
+                continue
+            status, pin = self.store.check(server, tool)
+            if status == "new":
+                if allowed(tool):
+                    # Not an audit record: first sight is routine (every tool, every new config).
+                    self.store.pin(server, tool)
+                    logger.debug("pinned %s/%s as %s", server, tool.name, digest)
+            elif status == "restored":
+                self.store.mark_present(server, tool.name)
+                self._record("tool_restored", {"server": server, "tool": tool.name, "hash": digest})
+            elif status == "changed" and pin is not None:
+                moved = True
+                change = self.store.change(server, tool)
+                assert change is not None
+                self.store.note_pending(server, tool)
+                diff = change.diff()
+                logger.warning(
+                    "server %r changed the tool %r since it was approved; it is blocked until approved again",
+                    server,
+                    tool.name,
+                )
+                self._record(
+                    "tool_changed",
+                    {
+                        "server": server,
+                        "tool": tool.name,
+                        "old_hash": change.old_hash,
+                        "new_hash": change.new_hash,
+                        "diff": diff[:_DIFF_LIMIT],
+                    },
+                )
+            elif status == "pinned" and before is not None and before.get(tool.name) is not None:
+                moved = True  # changed back to what was approved: unblocked
+        gone = (
+            set(before) - set(now)
+            if before is not None
+            else {pin.tool for pin in self.store.pins(server) if pin.removed_at is None} - set(now)
+        )
+        for name in sorted(gone):
+            if self.store.get(server, name) is not None:
+                self.store.mark_removed(server, name)
+                self._record("tool_removed", {"server": server, "tool": name})
+        self._seen[server] = now
+        return moved
+
+    def change(self, server: str, tool: t.Tool) -> PinChange | None:
+        """The change that blocks ``tool``, or None when it may be used as the policy says."""
+        return self.store.change(server, tool)
+
+    def approve(self, change: PinChange, tool: t.Tool, how: str) -> None:
+        """Pin ``tool`` as it is now, after the user approved ``change``."""
+        self.store.pin(change.server, tool)
+        self._record(
+            "change_approved",
+            {"server": change.server, "tool": change.tool, "hash": change.new_hash, "by": how},
+        )
+
+    def pin_new(self, server: str, tool: t.Tool, how: str) -> None:
+        """Pin a tool with no pin yet, after a call of it was approved."""
+        if self.store.get(server, tool.name) is None:
+            self.store.pin(server, tool)
+            logger.debug("pinned %s/%s after a call was %s", server, tool.name, how)
+
+    def refusal(self, change: PinChange, name: str) -> str:
+        """Why a changed tool was refused, and how to approve it."""
+        how = (
+            self._hint.format(server=change.server, tool=change.tool)
+            if self._hint
+            else ("approve it through the host's approval callback or PinStore.pin")
+        )
+        return (
+            f"the definition of {name} changed since it was approved "
+            f"({change.old_hash[:19]} -> {change.new_hash[:19]}); it stays blocked until approved "
+            f"again: {how}"
+        )
