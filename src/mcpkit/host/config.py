@@ -312,7 +312,11 @@ class _Reader:
         url = self.string(name, entry, "url")
         if not url:
             raise self.error(name, "url", f"an {common['transport']} server needs a url")
-        if urlsplit(url).scheme not in ("http", "https"):
+        try:
+            scheme = urlsplit(url).scheme
+        except ValueError as exc:  # "http://[": an unclosed IPv6 literal (found by fuzzing)
+            raise self.error(name, "url", f"is not a valid URL: {exc}") from None
+        if scheme not in ("http", "https"):
             raise self.error(name, "url", "must be an http:// or https:// URL")
         headers = self.mapping(name, entry, "headers")
         return ServerSpec(url=url, headers=headers, **common)
@@ -358,6 +362,8 @@ class _Reader:
             return parse_dotenv(file.read_text(encoding="utf-8"))
         except OSError as exc:
             raise self.error(server, "envFile", f"cannot read {file}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a NUL in the path, or a file that is not UTF-8 (found by fuzzing)
+            raise self.error(server, "envFile", f"cannot read {str(file)!r}: {exc}") from None
 
     def timeout(self, server: str, entry: dict[str, Any]) -> float | None:
         value = entry.get("timeout")
