@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build soak
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis,docs,otel,servers-sql,servers-fetch]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis,docs,otel,servers-sql,servers-fetch,openapi]'
 	touch $(STAMP)
 
 # The Inspector, connected to the example weather server; it prints the URL to open.
@@ -78,6 +78,13 @@ docs-build: $(STAMP)
 bench: $(STAMP) redis
 	$(BIN)/python bench/run_all.py
 bench-http: $(STAMP) ; $(BIN)/python bench/http_bench.py
+
+# The soak under faults (docs/soak.md): two workers on a private redis-server, mixed load in both eras,
+# SIGKILL / Redis restart / SIGTERM drain in turn for DURATION; the report goes to build/soak/soak.md.
+# make test runs its short form (tests/testing/soak/test_soak_short.py).
+DURATION ?= 10m
+soak: $(STAMP)
+	$(BIN)/python -m mcpkit.testing.soak --duration $(DURATION) --out build/soak
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

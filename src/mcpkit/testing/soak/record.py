@@ -16,6 +16,7 @@ Outcomes of an operation (one MCP request, or one stream a client holds):
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -54,7 +55,8 @@ def percentile(sorted_values: list[float], q: float) -> float:
     """The nearest-rank ``q``-quantile of already sorted values."""
     if not sorted_values:
         return float("nan")
-    rank = max(0, min(len(sorted_values) - 1, round(q * len(sorted_values) + 0.5) - 1))
+    # The smallest value with at least q of all values at or below it: rank ceil(q * n).
+    rank = max(0, min(len(sorted_values) - 1, math.ceil(q * len(sorted_values) - 1e-9) - 1))
     return sorted_values[rank]
 
 

@@ -76,9 +76,15 @@ class SoakConfig:
 
 @dataclass
 class SoakReport:
+    """A soak's verdict: ``ok`` when every invariant held; ``markdown`` is the report."""
+
     ok: bool
     markdown: str
     violations: list[str] = field(default_factory=list)
+    #: (invariant, held, what was measured), as in the report's first table.
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+    #: What the soak phase recorded (outcomes per operation, faults, resumptions).
+    recorder: Recorder = field(default_factory=Recorder)
 
 
 async def _vu_modern(url: str, rec: Recorder, stop: asyncio.Event, ids: itertools.count[int]) -> None:
@@ -316,4 +322,4 @@ def _report(
         lines += ["## Errors in the workers' logs (during faults some are expected)", ""]
         lines += [f"- `{p}`" for p in problems[:20]] + [""]
     lines.append(_fd_table(base_fds, end_fds))
-    return SoakReport(all(ok for _, ok, _ in checks), "\n".join(lines), violations)
+    return SoakReport(all(ok for _, ok, _ in checks), "\n".join(lines), violations, checks, rec)
