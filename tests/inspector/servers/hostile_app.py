@@ -51,6 +51,12 @@ server.add_raw_resource(
 )
 
 
+@server.resource("ui://hostile/plain.html", mime_type="text/html")
+def plain() -> str:
+    """A ui:// resource without the view MIME type: a host must not render it."""
+    return "<p>plain</p>"
+
+
 def _count(name: str) -> None:
     with COUNTS.open("a", encoding="utf-8") as out:
         out.write(name + "\n")
