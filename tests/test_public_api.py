@@ -155,6 +155,14 @@ PUBLIC: dict[str, list[str]] = {
         "Sample",
         "UserMessage",
     ],
+    "mcpkit.server.openapi": [
+        "DEFAULT_MAX_RESPONSE_BYTES",
+        "HeadersFor",
+        "OpenAPIError",
+        "RouteMap",
+        "from_asgi",
+        "from_openapi",
+    ],
     "mcpkit.servers": ["SERVERS"],
     "mcpkit.servers.fetch": [
         "AddressPolicy",
@@ -170,6 +178,8 @@ PUBLIC: dict[str, list[str]] = {
         "settings_from_args",
     ],
     "mcpkit.servers.filesystem": ["READ_TOOLS", "WRITE_TOOLS", "build_parser", "build_server", "main"],
+    "mcpkit.servers.skills": ["build_parser", "build_server", "main"],
+    "mcpkit.servers.openapi": ["build_parser", "build_server", "main"],
     "mcpkit.servers.sql": [
         "Backend",
         "Checked",
