@@ -181,3 +181,13 @@ def test_pkce_s256_required() -> None:
     del doc["authorization_endpoint"]
     with pytest.raises(DiscoveryError, match="endpoints"):
         require_pkce_s256(parse_auth_server_metadata(doc, issuer))
+
+
+@pytest.mark.parametrize("header_url", ["http://[", "https://[::1/x", "http://]"])
+def test_prm_urls_ignore_a_header_url_that_is_not_a_url(header_url: str) -> None:
+    # A server's resource_metadata is hostile input: an unparseable one falls back to the
+    # well-known locations instead of raising ValueError from the client (found by fuzz/oauth.py).
+    assert protected_resource_metadata_urls("https://example.com/mcp", header_url) == [
+        "https://example.com/.well-known/oauth-protected-resource/mcp",
+        "https://example.com/.well-known/oauth-protected-resource",
+    ]

@@ -206,3 +206,11 @@ async def test_real_resolver_on_localhost_name() -> None:
     with pytest.raises(UnsafeURLError):
         await UrlPolicy().check_resolved("http://localhost:1/x")
     assert await UrlPolicy(allow_loopback=True).check_resolved("http://localhost:1/x")
+
+
+@pytest.mark.parametrize("url", ["https://[", "https://[x/", "https://a]/token"])
+def test_urls_the_standard_library_cannot_split_are_refused(url: str) -> None:
+    # httpx reads "https://[" as a host named "%5B"; the OAuth client also splits these URLs
+    # with urllib, which raises ValueError: found by fuzz/oauth.py (an issuer from a hostile PRM).
+    with pytest.raises(UnsafeURLError, match="unparsable"):
+        UrlPolicy(resolve=False).check(url, purpose="authorization server")

@@ -54,7 +54,12 @@ def protected_resource_metadata_urls(server_url: str, header_url: str | None = N
     urls: list[str] = []
     if header_url:
         # RFC 9728 §5.1 gives an absolute URL; resolve defensively against the request URL.
-        urls.append(urljoin(server_url, header_url))
+        # One that is not a URL at all ("http://[", found by fuzzing) is ignored: the
+        # well-known locations below are tried, as when the header names none.
+        try:
+            urls.append(urljoin(server_url, header_url))
+        except ValueError:
+            pass
     path = parts.path.rstrip("/")  # RFC 9728 §3.1: a terminating slash is removed first
     if path or parts.query:
         query = f"?{parts.query}" if parts.query else ""

@@ -38,6 +38,7 @@ import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -207,6 +208,9 @@ class UrlPolicy:
             raise UnsafeURLError(f"{purpose}: malformed or non-ASCII URL refused", str(url))
         try:
             parsed = httpx.URL(url)
+            # httpx reads "https://[" as the host "%5B"; the standard library, which the
+            # OAuth client also uses on these URLs, refuses it: both must read it (fuzzing).
+            urlsplit(url)
         except (httpx.InvalidURL, ValueError) as exc:
             raise UnsafeURLError(f"{purpose}: unparsable URL ({exc})", url) from None
         scheme = parsed.scheme
