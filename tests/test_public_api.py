@@ -94,6 +94,8 @@ PUBLIC: dict[str, list[str]] = {
         "ClientOptions",
         "ClientSession",
         "InProcessServer",
+        "Skill",
+        "SkillVerificationError",
         "StdioServerParameters",
         "TaskHandle",
         "stdio_client",

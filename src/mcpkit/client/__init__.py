@@ -4,6 +4,7 @@ from .client import Client
 from .dispatch import ClientHandlers
 from .options import ClientOptions, InProcessServer
 from .session import ClientSession
+from .skills import Skill, SkillVerificationError
 from .stdio import StdioServerParameters, stdio_client
 from .tasks import TaskHandle
 
@@ -13,6 +14,8 @@ __all__ = [
     "ClientOptions",
     "ClientSession",
     "InProcessServer",
+    "Skill",
+    "SkillVerificationError",
     "StdioServerParameters",
     "TaskHandle",
     "stdio_client",
