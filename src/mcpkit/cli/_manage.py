@@ -550,8 +550,18 @@ def cmd_gateway(args: argparse.Namespace, console: Console) -> int:
             raise CLIError(
                 f"cannot open the audit log {args.audit}: {exc.strerror or exc}", EXIT_ERROR
             ) from None
+    from ._audit import approve_hint, open_pins
+
+    pins = None if args.no_pins else open_pins(config, args.pins)
     try:
-        host = Host(config, policy=policy, audit=audit, connect_timeout=args.timeout)
+        host = Host(
+            config,
+            policy=policy,
+            audit=audit,
+            connect_timeout=args.timeout,
+            pins=pins,
+            approve_hint=approve_hint(config, args.pins),
+        )
     except ConfigError as exc:
         raise CLIError(str(exc), EXIT_ERROR) from None
     server = build_gateway(host, name=args.name)

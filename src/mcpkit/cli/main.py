@@ -95,6 +95,10 @@ _NO_COMMAND = {
     "config list": ("_manage", "cmd_config_list"),
     "config check": ("_manage", "cmd_config_check"),
     "gateway": ("_manage", "cmd_gateway"),
+    "audit-servers": ("_audit", "cmd_audit_servers"),
+    "pins list": ("_audit", "cmd_pins_list"),
+    "pins accept": ("_audit", "cmd_pins_accept"),
+    "pins forget": ("_audit", "cmd_pins_forget"),
 }
 
 
@@ -118,6 +122,7 @@ examples:
   mcpkit install claude-desktop --name docs --server filesystem ~/Documents --read-only
   mcpkit config check ~/.cursor/mcp.json
   mcpkit gateway .mcp.json --transport http --port 8000 --deny mcp__github__delete_repo
+  mcpkit audit-servers .mcp.json --fail-on medium
 
 exit codes: 0 ok, 1 error, 2 usage, 3 connection failed, 4 protocol or tool error
 """
@@ -154,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         _add_uninstall,
         _add_config,
         _add_gateway,
+        _add_audit,
+        _add_pins,
     ):
         add(commands)
     return parser
@@ -555,11 +562,105 @@ def _add_gateway(commands: Commands) -> None:
     gateway.add_argument(
         "--audit-arguments", action="store_true", help="record argument values (redacted otherwise)"
     )
+    gateway.add_argument(
+        "--pins",
+        metavar="FILE",
+        help="approved tool definitions (default: a file per config under ~/.local/state/mcpkit/pins)",
+    )
+    gateway.add_argument(
+        "--no-pins", action="store_true", help="do not pin tool definitions (a changed tool is not held back)"
+    )
     gateway.add_argument("--name", default="mcpkit-gateway", help="the gateway's server name")
     gateway.add_argument(
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="backend connect timeout"
     )
     gateway.set_defaults(func=_no_command)
+
+
+# -- audit-servers, pins ----------------------------------------------------------------
+
+_SEVERITIES = ["info", "low", "medium", "high"]
+
+
+def _add_pins_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--pins", metavar="FILE", help="the pins file (default: the one mcpkit gateway uses for CONFIG)"
+    )
+
+
+def _add_audit(commands: Commands) -> None:
+    audit = commands.add_parser(
+        "audit-servers",
+        help="connect to every server of a config and report risky tools and launch commands",
+        description="Findings, one per line with a severity: hidden instructions and invisible characters "
+        "in tool names, descriptions and schemas, descriptions that address the model about other "
+        "servers' tools, definitions changed since they were approved (pinned), tool names several "
+        "servers share, and servers run from unpinned package versions. Exit 1 when a finding is at or "
+        "above --fail-on.",
+    )
+    audit.add_argument("config", nargs="?", metavar="CONFIG", help="host config file (default ./.mcp.json)")
+    audit.add_argument(
+        "--fail-on",
+        choices=[*_SEVERITIES, "none"],
+        default="high",
+        help="exit 1 from this severity (default high)",
+    )
+    audit.add_argument(
+        "--min-severity", choices=_SEVERITIES, default="info", help="print findings from this severity"
+    )
+    audit.add_argument(
+        "--offline", action="store_true", help="check the launch commands only, connect to nothing"
+    )
+    audit.add_argument(
+        "-v", "--verbose", action="store_true", help="print each finding's details (diffs, excerpts)"
+    )
+    audit.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="connect timeout per server"
+    )
+    _add_pins_file(audit)
+    _add_json(audit)
+    audit.set_defaults(func=_no_command)
+
+
+def _add_pins(commands: Commands) -> None:
+    pins = commands.add_parser(
+        "pins",
+        help="list, approve or forget the pinned tool definitions of a config",
+        description="A tool whose definition changed since it was approved is held back by the host and "
+        "the gateway until approved again here.",
+    )
+    actions = pins.add_subparsers(dest="pins_cmd", metavar="ACTION", required=True, parser_class=_Parser)
+    plist = actions.add_parser("list", help="show the approved definitions (and changes waiting)")
+    plist.add_argument("config", nargs="?", metavar="CONFIG", help="host config file (default ./.mcp.json)")
+    plist.add_argument("--server", help="only this server's pins")
+    _add_pins_file(plist)
+    _add_json(plist)
+    plist.set_defaults(func=_no_command)
+    accept = actions.add_parser(
+        "accept",
+        help="approve a tool's changed definition",
+        description="Approves the changed definition the host or gateway saw (shown as a diff); a TOOL "
+        "with no change waiting, or a SERVER with none, is approved as the server lists it now.",
+    )
+    accept.add_argument("config", metavar="CONFIG", help="host config file")
+    accept.add_argument("server", metavar="SERVER")
+    accept.add_argument(
+        "tools",
+        nargs="*",
+        metavar="TOOL",
+        help="tools as the server names them (default: every change waiting)",
+    )
+    accept.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="connect timeout")
+    _add_pins_file(accept)
+    _add_json(accept)
+    accept.set_defaults(func=_no_command)
+    forget = actions.add_parser("forget", help="drop the pins of a server (or of one tool)")
+    forget.add_argument("config", metavar="CONFIG", help="host config file")
+    forget.add_argument("server", metavar="SERVER")
+    forget.add_argument("tool", nargs="?", metavar="TOOL")
+    _add_pins_file(forget)
+    _add_json(forget)
+    forget.set_defaults(func=_no_command)
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -180,7 +180,8 @@ def scan_text(text: str) -> list[tuple[Severity, str, str, str | None]]:
     if hidden:
         codes = ", ".join(dict.fromkeys(f"U+{ord(c):04X}" for c in hidden))
         tags = "".join(chr(ord(c) - 0xE0000) for c in hidden if 0xE0020 <= ord(c) <= 0xE007E)
-        detail = f"hidden text in tag characters: {tags!r}" if tags else None
+        shown = visible(text if len(text) <= 300 else text[:300] + "...")
+        detail = (f"hidden text in tag characters: {tags!r}; " if tags else "") + f"as written: {shown}"
         found.append(
             ("high", "invisible-characters", f"{len(hidden)} invisible character(s): {codes}", detail)
         )

@@ -612,13 +612,13 @@ class Host:
             if key not in self._collisions_seen:
                 self._collisions_seen.add(key)
                 shared.setdefault(tuple(names), []).append(tool)
-        for names, tools in shared.items():
+        for servers, tools in shared.items():
             # Nothing is shadowed (each is mcp__<server>__<tool>), but a model told to
             # "use search" may pick either: the user should know. (Reported by logging
             # and by `mcpkit audit-servers`; the audit log is for calls and changes.)
             logger.warning(
                 "servers %s all offer tools named %s (each is listed as mcp__<server>__<tool>)",
-                ", ".join(map(repr, names)),
+                ", ".join(map(repr, servers)),
                 ", ".join(map(repr, tools)),
             )
 
