@@ -7,8 +7,11 @@
 - :class:`Policy` (allow / ask / deny) and :class:`AuditLog` guard and record
   tool calls.
 - :func:`build_gateway` serves a host as one MCP server.
+- :class:`PinStore` pins approved tool definitions (a changed tool is asked
+  about again); :func:`audit_servers` reports risky tools and launch commands.
 """
 
+from .audit import audit_servers
 from .backend import Backend, RestartPolicy, ServerUnavailable, State
 from .config import ConfigError, ServerSpec, detect_format, load_config, parse_config
 from .gateway import Gateway, build_gateway
@@ -23,6 +26,7 @@ from .manager import (
     UnknownName,
 )
 from .naming import sanitize
+from .pins import PinChange, PinStore
 from .policy import ApprovalRequest, AuditLog, PermissionDenied, Policy, Verdict
 
 __all__ = [
@@ -38,6 +42,8 @@ __all__ = [
     "HostTemplate",
     "HostTool",
     "PermissionDenied",
+    "PinChange",
+    "PinStore",
     "Policy",
     "RestartPolicy",
     "ServerSpec",
@@ -46,6 +52,7 @@ __all__ = [
     "State",
     "UnknownName",
     "Verdict",
+    "audit_servers",
     "build_gateway",
     "detect_format",
     "load_config",
