@@ -543,3 +543,22 @@ def test_settings_are_given_once(skills_dir: Path) -> None:
         server.add_skills(skills_dir / "group", settings=SkillSettings(page_size=6))
     with pytest.raises(ValueError, match="positive"):
         MCPServer("y").add_skills(skills_dir, settings=SkillSettings(max_file_bytes=0))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_skill_middleware_hides_is_neither_listed_nor_got(
+    skills_dir: Path, era: str, peers: Any
+) -> None:
+    class HideBeta(Middleware):
+        def hides(self, ctx: Any, kind: str, name: str) -> bool:
+            return kind == "resource" and name.startswith("skill://group/beta/")
+
+    server = served(skills_dir)
+    server.add_middleware(HideBeta())
+    peer = await peers(server, era)
+    uris = [e["uri"] for e in (await peer.result("skills/list"))["skills"]]
+    assert "skill://group/beta/SKILL.md" not in uris and "skill://alpha/SKILL.md" in uris
+    assert (await peer.error("skills/get", {"uri": "skill://group/beta/SKILL.md"}))["code"] == -32602
+    assert (await peer.result("resources/directory/read", {"uri": "skill://group/beta"}))["resources"] == []
+    code = -32602 if era == MODERN else -32002
+    assert (await peer.error("resources/read", {"uri": "skill://group/beta/SKILL.md"}))["code"] == code

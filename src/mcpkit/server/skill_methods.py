@@ -37,12 +37,20 @@ def _skills(conn: ServerDispatcher, request: ServerRequest) -> SkillSet:
     return skills
 
 
+def _shown(conn: ServerDispatcher, request: ServerRequest) -> Callable[[str], bool]:
+    """Whether a URI is visible to this caller: a skill whose ``SKILL.md`` middleware hides
+    (``Middleware.hides(ctx, "resource", uri)``) is neither listed nor got, as its read is refused."""
+    from .dispatcher import _visible  # (the dispatcher imports this module)
+
+    return _visible(conn, request, "resource")
+
+
 async def _list(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    return await _skills(conn, request).list_result(request.params.cursor)
+    return await _skills(conn, request).list_result(request.params.cursor, _shown(conn, request))
 
 
 async def _get(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    return await _skills(conn, request).get_result(request.params.uri)
+    return await _skills(conn, request).get_result(request.params.uri, _shown(conn, request))
 
 
 async def _read_directory(conn: ServerDispatcher, request: ServerRequest) -> Any:
@@ -52,7 +60,7 @@ async def _read_directory(conn: ServerDispatcher, request: ServerRequest) -> Any
             METHOD_NOT_FOUND,
             f"Method not found: {request.method} (this server does not declare directoryRead)",
         )
-    return await skills.directory_result(request.params.uri, request.params.cursor)
+    return await skills.directory_result(request.params.uri, request.params.cursor, _shown(conn, request))
 
 
 SKILL_HANDLERS: dict[str, Callable[[ServerDispatcher, ServerRequest], Awaitable[Any]]] = {

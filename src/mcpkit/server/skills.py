@@ -29,6 +29,7 @@ import base64
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -67,6 +68,10 @@ logger = logging.getLogger("mcpkit.skills")
 
 #: The template every skill file is read through (the listed SKILL.md resources aside).
 FILES_TEMPLATE = "skill://{+path}"
+
+
+def _everything(uri: str) -> bool:
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,13 +292,16 @@ class SkillSet:
     def _page_size(self) -> int | None:
         return self.settings.page_size if self.settings.page_size is not None else self._server.page_size
 
-    async def list_result(self, cursor: str | Any) -> ListSkillsResult:
-        """``skills/list``: a page of entries (never splitting one)."""
+    async def list_result(
+        self, cursor: str | Any, shown: Callable[[str], bool] = _everything
+    ) -> ListSkillsResult:
+        """``skills/list``: a page of the entries ``shown`` lets through (never splitting one)."""
         await self._fresh()
-        page, nxt = _page(self._entries, cursor, self._page_size())
+        entries = [e for e in self._entries if shown(e.uri)]
+        page, nxt = _page(entries, cursor, self._page_size())
         return ListSkillsResult(skills=page, next_cursor=nxt)
 
-    async def get_result(self, uri: str) -> GetSkillResult:
+    async def get_result(self, uri: str, shown: Callable[[str], bool] = _everything) -> GetSkillResult:
         """``skills/get``: the entry of the skill whose ``SKILL.md`` is at ``uri``, else -32602."""
         await self._fresh()
         try:
@@ -301,11 +309,13 @@ class SkillSet:
         except (SkillError, UnicodeDecodeError):
             raise unknown_skill(uri) from None
         skill = self._skills.get(canonical)
-        if skill is None:
+        if skill is None or not shown(canonical):
             raise unknown_skill(uri)
         return GetSkillResult(skill=skill.entry())
 
-    async def directory_result(self, uri: str, cursor: str | Any) -> ReadDirectoryResult:
+    async def directory_result(
+        self, uri: str, cursor: str | Any, shown: Callable[[str], bool] = _everything
+    ) -> ReadDirectoryResult:
         """``resources/directory/read``: the direct children of a directory in the skill
         namespace (a skill's root, one of its subdirectories, or a prefix); -32602 for
         anything else (SEP-2640 "Reading Directories")."""
@@ -320,6 +330,8 @@ class SkillSet:
         items: list[t.Resource] = []
         for name, child in sorted(children.items()):
             child_uri = file_uri("/".join((*segments, name)))
+            if not shown(child_uri):
+                continue
             if child is None:
                 items.append(t.Resource(uri=child_uri, name=name, mime_type=DIRECTORY_MIME))
             else:
