@@ -288,3 +288,21 @@ async def test_a_file_changed_after_the_entry_is_refused_until_refreshed(tmp_pat
             != held.files[f"{ROOT}/references/FORMS.md"].digest
         )
         assert await fresh.read_text("references/FORMS.md") == "Changed on disk.\n"
+
+
+async def test_frontmatter_true_is_not_the_number_one() -> None:
+    """A YAML ``true`` in the file against a JSON ``1`` in the entry: Python's == would call
+    them equal; as JSON values they differ, and the skill is refused."""
+    text = "---\nname: pdf-processing\ndescription: d\nbeta: true\n---\n"
+    fake = FakeSkills(
+        {
+            "skills": {"pdf-processing": {"SKILL.md": text}},
+            "entries": {
+                f"{ROOT}/SKILL.md": {"frontmatter": {"name": "pdf-processing", "description": "d", "beta": 1}}
+            },
+        }
+    )
+    async with connected(fake) as client:
+        skill = await client.get_skill("pdf-processing")
+        with pytest.raises(SkillVerificationError, match="frontmatter differs from the entry's in 'beta'"):
+            await skill.read()

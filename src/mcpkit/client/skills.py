@@ -264,7 +264,30 @@ class Skill:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _refused(self.uri, "SKILL.md is not UTF-8 text") from None
-        _wire.verify_frontmatter(text, self._wire)
+        parsed = _wire.verify_frontmatter(text, self._wire)
+        # Python's == takes true for 1 and false for 0: compare as JSON values do, too.
+        differing = sorted(
+            k
+            for k in parsed.keys() | self.frontmatter.keys()
+            if not _same(parsed.get(k), self.frontmatter.get(k))
+        )
+        if differing:
+            raise _refused(
+                self.uri, f"frontmatter differs from the entry's in {', '.join(map(repr, differing))}"
+            )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: a boolean is never a number, numbers compare by value."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b
 
 
 def content_bytes(uri: str, contents: list[Any]) -> bytes:
