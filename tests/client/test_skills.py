@@ -306,3 +306,26 @@ async def test_frontmatter_true_is_not_the_number_one() -> None:
         skill = await client.get_skill("pdf-processing")
         with pytest.raises(SkillVerificationError, match="frontmatter differs from the entry's in 'beta'"):
             await skill.read()
+
+
+async def test_directory_read_only_where_declared(tmp_path: Any) -> None:
+    from mcpkit import MCPServer
+    from mcpkit.server.skills import SkillSettings
+
+    server = MCPServer("skills")
+    server.add_skills(skills_dir(tmp_path))
+    async with Client(server) as client:
+        children = await client.read_directory(ROOT)
+        assert {(c.name, c.mime_type) for c in children} == {
+            ("SKILL.md", "text/markdown"),
+            ("references", "inode/directory"),
+        }
+        (forms,) = await client.read_directory(f"{ROOT}/references")
+        assert forms.uri == f"{ROOT}/references/FORMS.md"
+    server = MCPServer("skills")
+    server.add_skills(skills_dir(tmp_path / "again"), settings=SkillSettings(directory_read=False))
+    recording = Recording()
+    async with Client(server, channel_wrapper=recording) as client:
+        with pytest.raises(SkillsUnsupported, match="directoryRead"):
+            await client.read_directory(ROOT)
+    assert "resources/directory/read" not in [method for method, _ in recording.sent]

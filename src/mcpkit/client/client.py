@@ -705,6 +705,11 @@ class Client:
         """One skill's entry (``skills/get``) by its ``SKILL.md`` URI, its root URI or its name."""
         return await _skills.get_skill(self, name_or_uri)
 
+    async def read_directory(self, uri: str) -> list[t.Resource]:
+        """The direct children of a directory resource (``resources/directory/read`` of the
+        skills extension, every page), from a server that declared ``directoryRead``."""
+        return await _skills.read_directory(self, uri)
+
     async def list_prompts(self) -> list[t.Prompt]:
         """Every prompt (``prompts/list``), following pagination."""
         return await self._all("prompts/list", t.ListPromptsResult, "prompts")

@@ -51,6 +51,7 @@ __all__ = [
     "get_skill",
     "list_skills",
     "list_skills_page",
+    "read_directory",
 ]
 
 _SKILL_MD = _wire.SKILL_FILE
@@ -371,6 +372,39 @@ async def list_skills(client: Client) -> list[Skill]:
         seen.add(page.next_cursor)
         cursor = page.next_cursor
     raise SkillError(f"skills/list: still more pages after {MAX_PAGES}")
+
+
+def directory_read_declared(client: Client) -> bool:
+    """Whether the server declared ``directoryRead: true`` in its skills extension settings."""
+    extensions = getattr(client.server_capabilities, "extensions", None)
+    settings = extensions.get(SKILLS_EXTENSION) if isinstance(extensions, dict) else None
+    return isinstance(settings, dict) and settings.get("directoryRead") is True
+
+
+async def read_directory(client: Client, uri: str) -> list[Any]:
+    """The direct children of a directory resource (``resources/directory/read``, every
+    page): files as ordinary resources, subdirectories with ``mime_type`` ``inode/directory``.
+
+    Sent only to a server that declared ``directoryRead: true`` (ext-skills "Capability
+    Negotiation": clients MUST NOT call it otherwise). A directory listing is a live view of
+    the server, not part of any skill's manifest: a file it shows that a held entry does not
+    list is still refused by :meth:`Skill.read` (ext-skills "Directory Reads and the Held Entry").
+    """
+    if not directory_read_declared(client):
+        raise SkillsUnsupported(f"the server does not declare directoryRead in {SKILLS_EXTENSION}")
+    children: list[Any] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        params: dict[str, Any] = {"uri": uri} if cursor is None else {"uri": uri, "cursor": cursor}
+        page = await _request(client, "resources/directory/read", params, _wire.ReadDirectoryResult)
+        children.extend(page.resources)
+        nxt = page.next_cursor
+        if not isinstance(nxt, str) or not nxt or nxt in seen:
+            return children
+        seen.add(nxt)
+        cursor = nxt
+    raise SkillError(f"resources/directory/read: still more pages after {MAX_PAGES}")
 
 
 async def get_skill(client: Client, name_or_uri: str) -> Skill:
