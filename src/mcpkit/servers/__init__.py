@@ -15,5 +15,6 @@ SERVERS: dict[str, str] = {
     "filesystem": "mcpkit.servers.filesystem",
     "sql": "mcpkit.servers.sql",
     "fetch": "mcpkit.servers.fetch",
+    "openapi": "mcpkit.servers.openapi",
     "skills": "mcpkit.servers.skills",
 }
