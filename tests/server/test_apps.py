@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from mcpkit import MCPError, MCPServer
-from mcpkit.protocol.apps import APP_MIME_TYPE, APPS_EXTENSION, AppCsp, tool_ui
+from mcpkit.protocol.apps import APP_MIME_TYPE, APPS_EXTENSION, AppCsp, AppPermissions, UiToolMeta, tool_ui
 from mcpkit.testing import connect
 
 ERAS = ["2025-11-25", "2026-07-28"]
@@ -178,3 +178,20 @@ def test_visibility_without_a_view_and_reading_it_back() -> None:
     ui = tool_ui(definition.meta)
     assert ui is not None and ui.visibility == ["app"] and ui.resource_uri is msgspec.UNSET
     assert APPS_EXTENSION not in server.extensions  # no view, nothing declared
+
+
+def test_typed_inputs_are_copied_not_changed() -> None:
+    server = MCPServer("apps")
+    csp = AppCsp(connect_domains=["https://API.example.com/"])
+    server.add_ui_resource("ui://a/x.html", PAGE, csp=csp, permissions=AppPermissions(camera={}))
+    assert csp.connect_domains == ["https://API.example.com/"]
+    listed = server._resources.resources["ui://a/x.html"][0]
+    assert listed.meta == {
+        "ui": {"csp": {"connectDomains": ["https://api.example.com"]}, "permissions": {"camera": {}}}
+    }
+    bound = UiToolMeta(resource_uri="ui://a/x.html")
+    server.add_tool(lambda: "", name="t", ui=bound, visibility=["model"])  # type: ignore[arg-type]
+    assert bound.visibility is msgspec.UNSET
+    assert server._tools.get("t").definition.meta == {
+        "ui": {"resourceUri": "ui://a/x.html", "visibility": ["model"]}
+    }

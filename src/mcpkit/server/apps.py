@@ -66,13 +66,13 @@ def _csp(value: CspInput | None) -> AppCsp | None:
         unknown = set(value) - {"connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"}
         if unknown:
             raise ValueError(f"csp: unknown field(s) {sorted(unknown)} (SEP-1865 McpUiResourceCsp)")
+    # A copy with every source checked: the caller's object is left as it was.
+    checked: dict[str, Any] = {}
     for field in ("connect_domains", "resource_domains", "frame_domains", "base_uri_domains"):
         values = getattr(csp, field)
-        if isinstance(values, list):
-            if isinstance(values, str):
-                raise ValueError(f"csp.{field}: a list of origins, not one string")
-            setattr(csp, field, [check_csp_source(v) for v in values])
-    return csp
+        if values is not msgspec.UNSET:
+            checked[field] = [check_csp_source(v) for v in values]
+    return msgspec.structs.replace(csp, **checked)
 
 
 def _permissions(value: PermissionsInput | None) -> AppPermissions | None:
@@ -202,7 +202,7 @@ def tool_meta(
     resource declared on ``server``) and/or with ``visibility``."""
     if ui is None and visibility is None:
         return dict(meta) if meta is not None else None
-    bound = ui if isinstance(ui, UiToolMeta) else UiToolMeta()
+    bound = msgspec.structs.replace(ui) if isinstance(ui, UiToolMeta) else UiToolMeta()
     if isinstance(ui, str):
         bound.resource_uri = ui
     elif ui is not None and not isinstance(ui, UiToolMeta):
