@@ -38,6 +38,7 @@ from .middleware import (
     runs_inline,
     sync_hooks,
 )
+from .mount import Mount
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
@@ -150,6 +151,9 @@ class MCPServer:
         #: quick sync tools are then answered on the read path, hooks and all.
         self.call_hooks: tuple[Middleware, ...] | None = ()
         self._chains: dict[str, CallNext] = {}
+        #: Servers mounted here (``mount``), and the mounts this server is the child of.
+        self._mounts: list[Mount] = []
+        self._mounted_in: list[Mount] = []
         #: Extensions declared besides tasks (``declare_extension``), name to settings.
         self._extensions: dict[str, dict[str, Any]] = {}
         #: The skills this server serves (:meth:`add_skills`); None until some are added.
@@ -481,6 +485,37 @@ class MCPServer:
     def notify_resource_updated(self, uri: str) -> None:
         """Tell clients subscribed to ``uri`` that it changed (from any thread)."""
         self._publish(ChangeEvent("resource", uri))
+        for mount in self._mounted_in:  # and the subscribers of the servers this one is mounted in
+            mount.parent.notify_resource_updated(mount.uri(uri))
+
+    # -- composition -----------------------------------------------------------
+
+    def mount(self, child: MCPServer, namespace: str = "", *, separator: str = "_") -> None:
+        """Serve ``child``'s tools, prompts, resources and templates from this server, under
+        ``namespace``: tool ``query`` as ``db_query``, resource ``data://users`` as
+        ``data://db/users`` (see :mod:`mcpkit.server.mount`). What the child adds or
+        removes later follows; its lifespan runs inside this server's. A name that would
+        shadow one this server has is a :class:`ValueError`; mount before the server starts
+        for the child's lifespan to run (a child mounted later runs without it)."""
+        if any(m.child is child for m in self._mounts):
+            raise ValueError(f"{child.name!r} is already mounted here")
+        if any(m.namespace == namespace for m in self._mounts) and namespace:
+            raise ValueError(f"the namespace {namespace!r} is taken")
+        mount = Mount(self, child, namespace, separator)
+        mount.attach()
+        self._mounts.append(mount)
+        child._mounted_in.append(mount)
+
+    def unmount(self, child_or_namespace: MCPServer | str) -> None:
+        """Take a mounted server (or the one under a namespace) out again; clients are told
+        the lists changed. :class:`KeyError` when nothing is mounted so."""
+        for mount in self._mounts:
+            if mount.child is child_or_namespace or mount.namespace == child_or_namespace:
+                mount.detach()
+                self._mounts.remove(mount)
+                mount.child._mounted_in.remove(mount)
+                return
+        raise KeyError(child_or_namespace)
 
     def _publish(self, event: ChangeEvent) -> None:
         # Sync tools run in worker threads; streams and buses belong to the loop.
@@ -626,15 +661,18 @@ class MCPServer:
         ``failed``)."""
         self._holders += 1
         try:
-            if self.lifespan is None:
-                yield self
-                return
-            async with self.lifespan(self) as state:
-                self.lifespan_state = state
-                try:
+            async with contextlib.AsyncExitStack() as children:
+                for mount in list(self._mounts):  # mounted servers start first, stop last
+                    await children.enter_async_context(mount.child.running())
+                if self.lifespan is None:
                     yield self
-                finally:
-                    self.lifespan_state = None
+                    return
+                async with self.lifespan(self) as state:
+                    self.lifespan_state = state
+                    try:
+                        yield self
+                    finally:
+                        self.lifespan_state = None
         finally:
             self._holders -= 1
             if not self._holders:

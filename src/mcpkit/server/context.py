@@ -52,7 +52,7 @@ class Context:
             ...
     """
 
-    __slots__ = ("_conn", "_scope", "_task", "_trip", "request", "request_id")
+    __slots__ = ("_conn", "_owner", "_scope", "_task", "_trip", "request", "request_id")
 
     def __init__(
         self,
@@ -63,6 +63,8 @@ class Context:
     ) -> None:
         assert request.scope is not None, "a Context is made for an admitted request"
         self._conn = conn
+        #: The mounted server whose handler runs (``server.mount``), when it is not the connection's.
+        self._owner: Any = None
         self._scope: RequestScope = request.scope
         self._trip = trip
         self._task = task
@@ -134,13 +136,13 @@ class Context:
 
     @property
     def lifespan_context(self) -> Any:
-        """Whatever the server's lifespan hook yielded."""
-        return self._conn.server.lifespan_state
+        """Whatever the server's lifespan hook yielded (a mounted server's own, in its handlers)."""
+        return (self._owner or self._conn.server).lifespan_state
 
     @property
     def server(self) -> Any:
-        """The :class:`MCPServer` serving this request."""
-        return self._conn.server
+        """The :class:`MCPServer` serving this request (in a mounted server's tools, that server)."""
+        return self._owner or self._conn.server
 
     # -- tasks ---------------------------------------------------------------
 
