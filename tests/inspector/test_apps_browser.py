@@ -69,7 +69,11 @@ def test_the_example_app_renders_its_result_and_calls_a_tool_only_with_consent(
     from playwright.sync_api import expect
 
     _connect(page, EXAMPLE)
+    page.click("#tools-list li[data-name='summarize_rolls']")
+    expect(page.locator("#tool-detail .tag", has_text="app only")).to_have_count(1)
     page.click("#tools-list li[data-name='roll_dice']")
+    expect(page.locator("#tool-detail .tag[data-app='ui://dice/roller.html']")).to_have_count(1)
+    expect(page.locator("#tool-detail .tag", has_text="app only")).to_have_count(0)
     page.locator("#tool-form [name='count']").fill("4")
     page.click("#call-btn")
     # The result as the page shows it, then the view, sandboxed.

@@ -690,6 +690,11 @@
     for (const [key, label] of [["readOnlyHint", "read-only"], ["destructiveHint", "destructive"], ["idempotentHint", "idempotent"], ["openWorldHint", "open world"]]) {
       if (annotations[key] === true) hints.push(el("span", { className: "tag" }, label));
     }
+    // MCP Apps: the tool's view (rendered under its result) and who may call it.
+    const view = window.mcpkitApps ? window.mcpkitApps.viewOf(tool) : null;
+    if (view) hints.push(el("span", { className: "tag", dataset: { app: view } }, `app view ${view}`));
+    const ui = isObject(tool._meta) && isObject(tool._meta.ui) ? tool._meta.ui : {};
+    if (Array.isArray(ui.visibility) && !ui.visibility.includes("model")) hints.push(el("span", { className: "tag" }, "app only"));
     const form = schemaForm(tool.inputSchema, "tool");
     const jsonToggle = el("input", { type: "checkbox" });
     const jsonArea = el("textarea", { rows: 6, spellcheck: false, hidden: true, attrs: { "aria-label": "arguments as JSON" } });
