@@ -11,6 +11,7 @@ import base64
 import hashlib
 import itertools
 import os
+import time
 import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -488,11 +489,13 @@ async def test_unchanged_files_are_not_hashed_again(
     real = _skill_scan.digest
     monkeypatch.setattr(_skill_scan, "digest", lambda data: hashed.append(len(data)) or real(data))
     assert await server.skills.refresh() is False
-    assert len(hashed) == 3  # the three SKILL.md files (re-read for their frontmatter), nothing else
+    assert hashed == []  # nothing changed: nothing read nor hashed, SKILL.md files included
     os.utime(skills_dir / "alpha" / "refs" / "guide.md", ns=(1, 1))  # touched: hashed, same digest
-    hashed.clear()
     assert await server.skills.refresh() is False
-    assert len(hashed) == 4
+    assert hashed == [len(b"# Guide\n")]
+    (skills_dir / "alpha" / "SKILL.md").write_text(ALPHA_MD.replace("first", "1st"))
+    assert await server.skills.refresh() is True  # the frontmatter is read again with it
+    assert server.skills.entries[0].frontmatter["description"] == "The 1st skill."
 
 
 # -- other sources, middleware ------------------------------------------------------------------
@@ -562,3 +565,25 @@ async def test_a_skill_middleware_hides_is_neither_listed_nor_got(
     assert (await peer.result("resources/directory/read", {"uri": "skill://group/beta"}))["resources"] == []
     code = -32602 if era == MODERN else -32002
     assert (await peer.error("resources/read", {"uri": "skill://group/beta/SKILL.md"}))["code"] == code
+
+
+async def test_checks_for_edits_take_at_most_a_tenth_of_the_time(
+    skills_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = served(skills_dir, refresh_interval=0.001)
+    skills = server.skills
+    assert skills is not None
+    scans: list[float] = []
+    real = skills._rescan
+
+    def slow_rescan() -> Any:
+        scans.append(time.monotonic())
+        time.sleep(0.05)  # a large tree: the check itself costs 50 ms
+        return real()
+
+    monkeypatch.setattr(skills, "_rescan", slow_rescan)
+    started = time.monotonic()
+    while time.monotonic() - started < 0.3:
+        await skills.list_result(None)
+    # Without the bound it would check on nearly every one of these calls (interval 1 ms).
+    assert len(scans) == 1, scans

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import re
 import subprocess
 import sys
@@ -171,3 +172,58 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert info.value.code == 1
     err = capsys.readouterr().err
     assert "SKILL.md" in err and "naming rules" in err, err
+
+
+def test_mcpkit_install_writes_a_host_entry_that_serves_the_skills(skills_dir: Path, tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "install",
+            "claude-desktop",
+            "--path",
+            str(config),
+            "--server",
+            "skills",
+            str(skills_dir),
+            "--refresh",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.returncode == 0, installed.stderr
+    entry = json.loads(config.read_text())["mcpServers"]["skills"]
+    assert entry["args"][-5:] == ["serve", "skills", str(skills_dir), "--refresh", "0"]
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpkit",
+            "install",
+            "claude-desktop",
+            "--path",
+            str(tmp_path / "other.json"),
+            "--server",
+            "skills",
+            str(skills_dir),
+            "--max-files",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "--max-files" in refused.stderr, refused.stderr
+    assert not (tmp_path / "other.json").exists()
+    # The entry, as the host would start it.
+    listed = subprocess.run(
+        [sys.executable, "-m", "mcpkit", "list", "resources", "--", entry["command"], *entry["args"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0 and "skill://deploy/SKILL.md" in listed.stdout, listed

@@ -14,9 +14,11 @@ and never through a symlink in its last component.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import logging
 import mimetypes
 import os
+import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +75,13 @@ class SkillLimits:
     def skipped(self, name: str) -> bool:
         if not self.include_hidden and name.startswith("."):
             return True
-        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.exclude)
+        return bool(self.exclude) and _excluder(self.exclude).match(name) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _excluder(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    # One regex for all the patterns: names are checked for every file on every refresh.
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +89,8 @@ class FileInfo:
     """One file of a skill as last seen: what the manifest says of it."""
 
     size: int
-    #: ``(st_mtime_ns, st_ino)`` when it came from disk: a change is a new stamp.
-    stamp: tuple[int, int] | None
+    #: ``(st_mtime_ns, st_ctime_ns, st_ino)`` when it came from disk: a change is a new stamp.
+    stamp: tuple[int, int, int] | None
     digest: str
     mime_type: str
     #: Whether its bytes are UTF-8 text (served as ``text``, else as a base64 ``blob``).
@@ -139,13 +147,14 @@ def _describe(rel: str, data: bytes) -> tuple[str, bool]:
     return mime, text
 
 
-def _info(rel: str, data: bytes, stamp: tuple[int, int] | None) -> FileInfo:
+def _info(rel: str, data: bytes, stamp: tuple[int, int, int] | None) -> FileInfo:
     mime, text = _describe(rel, data)
     return FileInfo(len(data), stamp, digest(data), mime, text)
 
 
-def _stamp(st: os.stat_result) -> tuple[int, int]:
-    return (st.st_mtime_ns, st.st_ino)
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    # ctime too: unlike mtime, no one can set it back (utime), and it moves on every write.
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -221,14 +230,16 @@ def scan_dir_skill(
                 f"more than the {limits.max_file_bytes} allowed per file"
             )
         known = old.get(rel)
-        if known is not None and known.stamp == _stamp(st) and known.size == st.st_size and rel != SKILL_FILE:
-            files[rel] = known
+        if known is not None and known.stamp == _stamp(st) and known.size == st.st_size:
+            files[rel] = known  # unchanged: neither read nor hashed again
             continue
         data = read_file(skill_dir, rel, limits.max_file_bytes)
         files[rel] = _info(rel, data, _stamp(st))
         if rel == SKILL_FILE:
             frontmatter = _load_skill_md(skill_dir / SKILL_FILE, data, path[-1])
-    assert frontmatter is not None
+    if frontmatter is None:  # SKILL.md unchanged: its frontmatter too
+        assert previous is not None
+        frontmatter = previous.frontmatter
     _check_totals(skill_dir, files, limits)
     return ScannedSkill(path, frontmatter, files, root=skill_dir)
 
@@ -301,19 +312,23 @@ def scan_source(
                 on_error(exc if isinstance(exc, SkillError) else SkillError(f"{directory}: {exc}"))
         if depth >= limits.max_depth:
             return
-        for child in sorted(directory.iterdir(), key=lambda p: p.name):
-            if limits.skipped(child.name) or child.is_symlink() or not child.is_dir():
-                continue
-            visit(child, (*path, _segment(child.name, child)), depth + 1)
+        for name in _subdirectories(directory, limits):
+            visit(directory / name, (*path, _segment(name, directory / name)), depth + 1)
 
     if (source / SKILL_FILE).is_file():
         visit(source, (*prefix, _segment(source.resolve().name, source)), 0)
     else:
-        for child in sorted(source.iterdir(), key=lambda p: p.name):
-            if limits.skipped(child.name) or child.is_symlink() or not child.is_dir():
-                continue
-            visit(child, (*prefix, _segment(child.name, child)), 1)
+        for name in _subdirectories(source, limits):
+            visit(source / name, (*prefix, _segment(name, source / name)), 1)
     return found
+
+
+def _subdirectories(directory: Path, limits: SkillLimits) -> list[str]:
+    """The names of the directories in ``directory`` a search enters (not through symlinks)."""
+    with os.scandir(directory) as entries:
+        return sorted(
+            e.name for e in entries if e.is_dir(follow_symlinks=False) and not limits.skipped(e.name)
+        )
 
 
 def _scan_traversable_tree(
@@ -367,12 +382,3 @@ def read_file(skill_dir: Path, rel: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise SkillError(f"{rel!r}: more than the {max_bytes} bytes allowed per file")
     return data
-
-
-def fresh_info(rel: str, data: bytes, skill_dir: Path) -> FileInfo:
-    """What the manifest should now say of ``rel`` given the bytes just read."""
-    try:
-        stamp: tuple[int, int] | None = _stamp(os.stat(os.path.join(skill_dir, *rel.split("/"))))
-    except OSError:
-        stamp = None
-    return _info(rel, data, stamp)

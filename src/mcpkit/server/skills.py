@@ -70,6 +70,10 @@ logger = logging.getLogger("mcpkit.skills")
 FILES_TEMPLATE = "skill://{+path}"
 
 
+#: Files up to this size are read on the event loop; larger ones in a worker thread.
+_INLINE_READ_BYTES = 64 * 1024
+
+
 def _everything(uri: str) -> bool:
     return True
 
@@ -88,7 +92,9 @@ class SkillSettings:
     max_files_per_skill: int = MAX_SKILL_RESOURCES
     #: Deepest directory nesting searched for skills and within a skill.
     max_depth: int = 8
-    #: Seconds between checks for changed files (on access); 0 checks on every access,
+    #: Seconds between checks for changed files (on access; and at least ten times as long
+    #: as the last check took, so that checks never take more than a tenth of the time);
+    #: 0 checks on every access,
     #: None never (call :meth:`SkillSet.refresh` yourself).
     refresh_interval: float | None = 1.0
     #: Serve files and directories whose names start with a dot (``.env``, ``.git``): off.
@@ -123,7 +129,8 @@ class SkillSet:
         self._by_path: dict[tuple[str, ...], ScannedSkill] = {}
         #: Directory (segments) -> child name -> (skill, path in it) for a file, None for a directory.
         self._dirs: dict[tuple[str, ...], dict[str, tuple[ScannedSkill, str] | None]] = {}
-        self._checked = time.monotonic()
+        #: When the next check for edits may run (see :meth:`_fresh`).
+        self._next_check = time.monotonic()
         self._lock: asyncio.Lock | None = None
 
     # -- adding --------------------------------------------------------------
@@ -163,13 +170,19 @@ class SkillSet:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
+            started = time.monotonic()
             skills = await asyncio.to_thread(self._rescan)
-            self._checked = time.monotonic()
+            done = time.monotonic()
+            # At most every refresh_interval, and never more than a tenth of the time: a
+            # tree so large that a check takes 0.5 s is checked every 5 s at the most
+            # (refresh_interval=0 asks for every access, whatever it costs).
+            interval = self.settings.refresh_interval or 0.0
+            self._next_check = done + (max(interval, 10 * (done - started)) if interval else 0.0)
             return self._apply(skills)
 
     async def _fresh(self) -> None:
         interval = self.settings.refresh_interval
-        if interval is not None and time.monotonic() - self._checked >= interval:
+        if interval is not None and time.monotonic() >= self._next_check:
             await self.refresh()
 
     def _rescan(self) -> dict[str, ScannedSkill]:
@@ -269,7 +282,11 @@ class SkillSet:
             data = skill.blobs[rel]
         else:
             try:
-                data = await asyncio.to_thread(read_file, skill.root, rel, self.settings.max_file_bytes)
+                limit = self.settings.max_file_bytes
+                if skill.files[rel].size <= _INLINE_READ_BYTES:
+                    data = read_file(skill.root, rel, limit)  # a few µs: cheaper than a thread hop
+                else:
+                    data = await asyncio.to_thread(read_file, skill.root, rel, limit)
             except (OSError, SkillError) as exc:
                 logger.warning("skills: cannot serve %s: %s", uri, exc)
                 raise ResourceNotFound(uri) from None
