@@ -195,3 +195,22 @@ def test_typed_inputs_are_copied_not_changed() -> None:
     assert server._tools.get("t").definition.meta == {
         "ui": {"resourceUri": "ui://a/x.html", "visibility": ["model"]}
     }
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_mounted_tools_name_their_views_under_the_mounted_uri(
+    era: str, tmp_path: Path
+) -> None:
+    parent = MCPServer("parent")
+    parent.mount(build(tmp_path), "weather")
+    async with connect(parent, protocol=era) as client:
+        caps = client.server_capabilities
+        assert caps is not None and caps.extensions is not msgspec.UNSET
+        assert APPS_EXTENSION in caps.extensions
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        view = tools["weather_forecast"].meta["ui"]["resourceUri"]  # type: ignore[index]
+        assert view != "ui://weather/dashboard.html"  # the child's URI is not the parent's
+        assert view in {r.uri for r in await client.list_resources()}
+        contents = (await client.read_resource(view)).contents
+        assert contents[0].mime_type == APP_MIME_TYPE and contents[0].text == PAGE
+        assert tools["weather_refresh"].meta["ui"]["visibility"] == ["app"]  # type: ignore[index]

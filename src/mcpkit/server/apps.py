@@ -39,7 +39,7 @@ from ..protocol.apps import (
 if TYPE_CHECKING:
     from .app import MCPServer as Server
 
-__all__ = ["CspInput", "PermissionsInput", "add_ui_resource", "tool_meta", "ui_resource"]
+__all__ = ["CspInput", "PermissionsInput", "add_ui_resource", "remap_views", "tool_meta", "ui_resource"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -225,3 +225,19 @@ def tool_meta(
                 + (f" (declared: {', '.join(sorted(listed))})" if listed else "")
             )
     return {**(meta or {}), "ui": msgspec.to_builtins(bound)}
+
+
+def remap_views(meta: Any, uri: Callable[[str], str]) -> Any:
+    """A tool's ``_meta`` with the view it names (``_meta.ui.resourceUri``, and the deprecated
+    flat key) passed through ``uri``: for a mounted server, whose resources the parent serves
+    under other URIs (:mod:`mcpkit.server.mount`). Anything else is returned as it was."""
+    if not isinstance(meta, Mapping):
+        return meta
+    out = dict(meta)
+    ui = out.get("ui")
+    if isinstance(ui, Mapping) and isinstance(ui.get("resourceUri"), str):
+        out["ui"] = {**ui, "resourceUri": uri(ui["resourceUri"])}
+    legacy = out.get("ui/resourceUri")
+    if isinstance(legacy, str):
+        out["ui/resourceUri"] = uri(legacy)
+    return out

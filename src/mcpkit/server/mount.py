@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..protocol import types as t
+from ..protocol.apps import APPS_EXTENSION
+from .apps import remap_views
 from .resources import ResourceNotFound, UriTemplate, _Entry
 from .textargs import RawArgs
 from .tools import RegisteredTool
@@ -107,6 +109,8 @@ class Mount:
         """Put the child's components in the parent (all or nothing) and follow its changes."""
         self._check_collisions()
         self.sync()
+        if APPS_EXTENSION in self.child.extensions and APPS_EXTENSION not in self.parent.extensions:
+            self.parent.declare_extension(APPS_EXTENSION, self.child.extensions[APPS_EXTENSION])
         for kind in ("_tools", "_prompts", "_resources"):
             registry = getattr(self.child, kind)
             previous = registry.on_change
@@ -159,7 +163,9 @@ class Mount:
             mounted = MountedTool(
                 **{f.name: getattr(tool, f.name) for f in dataclasses.fields(tool) if f.init},
             )
-            mounted.definition = msgspec.structs.replace(tool.definition, name=new)
+            # MCP Apps: the view a tool names is served under its mounted URI too.
+            meta = remap_views(tool.definition.meta, self.uri)
+            mounted.definition = msgspec.structs.replace(tool.definition, name=new, meta=meta)
             mounted.options = dataclasses.replace(tool.options, name=new)
             mounted._listed = {}
             mounted.owner = self.child
