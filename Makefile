@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build soak
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build soak fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests examples bench scripts
+	$(BIN)/ruff check src tests examples bench scripts fuzz
 	$(BIN)/ruff format --check src
 	$(BIN)/lint-imports
 
@@ -85,6 +85,16 @@ bench-http: $(STAMP) ; $(BIN)/python bench/http_bench.py
 DURATION ?= 10m
 soak: $(STAMP)
 	$(BIN)/python -m mcpkit.testing.soak --duration $(DURATION) --out build/soak
+
+# Fuzzing (docs/fuzzing.md): every target, or TARGET=name, for TIME seconds each; coverage-guided
+# with atheris where it installs (only here: make test runs the harnesses' short form without it),
+# property-based with hypothesis otherwise; then line coverage over the corpus. Exit 1 on a crash.
+TIME ?= 60
+TARGET ?=
+fuzz: $(STAMP)
+	$(BIN)/python -m pip install --quiet coverage
+	$(BIN)/python -m pip install --quiet atheris || echo "atheris did not install here: hypothesis only"
+	$(BIN)/python fuzz/run.py $(TARGET) --time $(TIME) --coverage
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
