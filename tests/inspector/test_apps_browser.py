@@ -121,11 +121,14 @@ def test_the_example_app_renders_its_result_and_calls_a_tool_only_with_consent(
     assert _tool_calls(inspector, "summarize_rolls") == 1
 
     # A message from anything but the view's window is ignored: no consent is asked.
+    # (Our listener is added after the bridge's: when it runs, the bridge has seen the message.)
     page.evaluate(
-        """() => window.postMessage({jsonrpc: "2.0", id: 9, method: "tools/call",
-                 params: {name: "summarize_rolls", arguments: {rolls: [1]}}}, "*")"""
+        """() => new Promise((done) => {
+             window.addEventListener("message", () => done(), {once: true});
+             window.postMessage({jsonrpc: "2.0", id: 9, method: "tools/call",
+                                 params: {name: "summarize_rolls", arguments: {rolls: [1]}}}, "*");
+           })"""
     )
-    page.evaluate("() => new Promise((done) => setTimeout(done, 0))")  # let the message be dispatched
     expect(page.locator("#app-consents .app-consent")).to_have_count(0)
     expect(page.locator("#app-log li[data-kind='ignored']")).to_have_count(0)
     assert page.errors == []
