@@ -198,9 +198,7 @@ def test_typed_inputs_are_copied_not_changed() -> None:
 
 
 @pytest.mark.parametrize("era", ERAS)
-async def test_mounted_tools_name_their_views_under_the_mounted_uri(
-    era: str, tmp_path: Path
-) -> None:
+async def test_mounted_tools_name_their_views_under_the_mounted_uri(era: str, tmp_path: Path) -> None:
     parent = MCPServer("parent")
     parent.mount(build(tmp_path), "weather")
     async with connect(parent, protocol=era) as client:
