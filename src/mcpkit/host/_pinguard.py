@@ -93,6 +93,11 @@ class PinGuard:
 
     def change(self, server: str, tool: t.Tool) -> PinChange | None:
         """The change that blocks ``tool``, or None when it may be used as the policy says."""
+        # Every call asks this: compare the hash taken when the list was indexed
+        # (the tool object is from that same listing) before hashing anything again.
+        pin = self.store.get(server, tool.name)
+        if pin is None or pin.hash == self._seen.get(server, {}).get(tool.name):
+            return None
         return self.store.change(server, tool)
 
     def approve(self, change: PinChange, tool: t.Tool, how: str) -> None:

@@ -159,7 +159,8 @@ def default_pins_path(config: str | os.PathLike[str]) -> Path:
         base = str(Path(xdg) / "mcpkit") if xdg else str(Path.home() / ".local" / "state" / "mcpkit")
     full = str(Path(config).resolve())
     digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:12]
-    return Path(base) / "pins" / f"{Path(config).name}-{digest}.json"
+    # "mcp.json-<hash>.json" for ".mcp.json": listed by a plain ls.
+    return Path(base) / "pins" / f"{Path(config).name.lstrip('.')}-{digest}.json"
 
 
 class PinStore:
