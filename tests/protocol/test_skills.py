@@ -277,3 +277,14 @@ def test_the_spec_example_decodes_and_encodes_back() -> None:
         )
     params = msgspec.json.decode(b'{"uri": "skill://a", "cursor": "c"}', type=ReadDirectoryParams)
     assert (params.uri, params.cursor) == ("skill://a", "c")
+
+
+def test_the_authority_segment_cannot_grow_a_port_or_user_info() -> None:
+    uri = file_uri("team:8080@host/refunds", "notes:v1@2.md")
+    assert uri == "skill://team%3A8080%40host/refunds/notes:v1@2.md"
+    assert split_uri(uri) == ("team:8080@host", "refunds", "notes:v1@2.md")
+
+
+def test_an_escape_that_is_not_utf8_is_a_skill_error() -> None:
+    with pytest.raises(SkillError, match="not UTF-8"):
+        split_uri("skill://pdf/%ff%fe")

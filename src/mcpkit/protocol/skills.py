@@ -169,6 +169,7 @@ def unknown_skill(uri: str) -> MCPError:
 _NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
 # Characters left as they are in a path segment (RFC 3986 pchar, "%" aside).
 _SAFE = "-._~!$&'()*+,;=:@"
+_SAFE_AUTHORITY = "-._~!$&'()*+,;="
 
 
 def valid_name(name: object) -> bool:
@@ -196,11 +197,17 @@ def split_uri(uri: str) -> tuple[str, ...]:
     rest = uri[len(_SCHEME) :]
     if "?" in rest or "#" in rest:
         raise SkillError(f"{uri!r} is not a valid skill URI: no query or fragment allowed")
-    return tuple(_check_segment(unquote(s, errors="strict"), uri) for s in rest.split("/"))
+    try:
+        return tuple(_check_segment(unquote(s, errors="strict"), uri) for s in rest.split("/"))
+    except UnicodeDecodeError:
+        raise SkillError(f"{uri!r} is not a valid skill URI: a %-escape that is not UTF-8") from None
 
 
 def _join(segments: tuple[str, ...] | list[str]) -> str:
-    return _SCHEME + "/".join(quote(s, safe=_SAFE) for s in segments)
+    # The first segment is the URI's authority, where ":" and "@" would mean a port and
+    # user info (RFC 3986 reg-name): those are escaped there.
+    first, *rest = segments
+    return _SCHEME + "/".join([quote(first, safe=_SAFE_AUTHORITY), *(quote(s, safe=_SAFE) for s in rest)])
 
 
 def skill_uri(skill_path: str) -> str:

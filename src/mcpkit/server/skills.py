@@ -56,7 +56,7 @@ from ..protocol.skills import (
     split_uri,
     unknown_skill,
 )
-from ._skill_scan import ScannedSkill, SkillLimits, read_file, scan_source
+from ._skill_scan import ScannedSkill, SkillLimits, read_file, scan_dir_skill, scan_source
 from .resources import ResourceNotFound
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class SkillSet:
         #: Directory (segments) -> child name -> (skill, path in it) for a file, None for a directory.
         self._dirs: dict[tuple[str, ...], dict[str, tuple[ScannedSkill, str] | None]] = {}
         #: When the next check for edits may run (see :meth:`_fresh`).
-        self._next_check = time.monotonic()
+        self._next_check = time.monotonic() + (self.settings.refresh_interval or 0.0)
         self._lock: asyncio.Lock | None = None
 
     # -- adding --------------------------------------------------------------
@@ -179,6 +179,26 @@ class SkillSet:
             interval = self.settings.refresh_interval or 0.0
             self._next_check = done + (max(interval, 10 * (done - started)) if interval else 0.0)
             return self._apply(skills)
+
+    async def _refresh_around(self, uri: str) -> None:
+        """Re-scan the skills that hold ``uri`` (the innermost and those it nests in): what
+        a read that found other bytes than the manifest's costs, whatever the tree's size."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            segments = split_uri(uri)
+            holders = [s for p, s in self._by_path.items() if p == segments[: len(p)] and s.root is not None]
+            skills = dict(self._skills)
+            for skill in holders:
+                assert skill.root is not None
+                try:
+                    skills[skill.uri] = await asyncio.to_thread(
+                        scan_dir_skill, skill.root, skill.path, self._limits, skill
+                    )
+                except (SkillError, OSError) as exc:
+                    _withdrawn(exc if isinstance(exc, SkillError) else SkillError(f"{skill.root}: {exc}"))
+                    skills.pop(skill.uri, None)
+            self._apply(skills)
 
     async def _fresh(self) -> None:
         interval = self.settings.refresh_interval
@@ -292,7 +312,7 @@ class SkillSet:
                 raise ResourceNotFound(uri) from None
             info = skill.files[rel]
             if len(data) != info.size or digest(data) != info.digest:
-                await self.refresh()  # changed since the last check: the manifest follows
+                await self._refresh_around(uri)  # changed since the last check: the manifest follows
         info = skill.files[rel]
         mime = info.mime_type
         try:

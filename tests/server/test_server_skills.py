@@ -587,3 +587,18 @@ async def test_checks_for_edits_take_at_most_a_tenth_of_the_time(
         await skills.list_result(None)
     # Without the bound it would check on nearly every one of these calls (interval 1 ms).
     assert len(scans) == 1, scans
+
+
+async def test_a_changed_file_of_a_nested_skill_refreshes_both_manifests(
+    skills_dir: Path, peers: Any
+) -> None:
+    peer = await peers(served(skills_dir, refresh_interval=None), MODERN)
+    inner = skills_dir / "alpha" / "nested" / "inner" / "SKILL.md"
+    inner.write_text(skill_md("inner") + "More words.\n")
+    read = await peer.result("resources/read", {"uri": "skill://alpha/nested/inner/SKILL.md"})
+    assert read["contents"][0]["text"].endswith("More words.\n")
+    expected = sha(inner.read_bytes())
+    for skill in ("skill://alpha/nested/inner/SKILL.md", "skill://alpha/SKILL.md"):
+        entry = (await peer.result("skills/get", {"uri": skill}))["skill"]
+        digests = {r["uri"]: r["digest"] for r in entry["resources"]}
+        assert digests["skill://alpha/nested/inner/SKILL.md"] == expected, skill
