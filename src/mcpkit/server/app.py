@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from importlib.resources.abc import Traversable
@@ -46,8 +47,12 @@ from .skills import SkillSet, SkillSettings
 from .tasks import TaskManager, TaskSettings
 from .tasks_legacy import LegacyTasks
 from .tools import ToolOptions, ToolRegistry
+from .transforms import ToolTransform
 
 __all__ = ["MCPServer"]
+
+#: The spec's tool-name rule (server/tools "Tool names").
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
 Lifespan = Callable[["MCPServer"], contextlib.AbstractAsyncContextManager[Any]]
@@ -361,6 +366,31 @@ class MCPServer:
         """Remove a tool; connected clients are told the list changed."""
         self._tools.remove(name)
 
+    def transform_tool(
+        self,
+        name: str,
+        *,
+        rename: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        hide: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Show the tool registered as ``name`` differently: under ``rename``, with another
+        ``title`` or ``description``, without the arguments in ``hide`` (the server sends
+        their values), with ``defaults`` for others. It applies to local, mounted
+        (``db_query``) and proxied tools, now and whenever the tool is registered again;
+        ``tools/list`` and ``tools/call`` agree (see :mod:`mcpkit.server.transforms`).
+        An argument the tool lacks, or a new name that is taken, is a :class:`ValueError`."""
+        if rename is not None and not _TOOL_NAME.match(rename):
+            raise ValueError(f"a tool name is 1-128 letters, digits, '_', '-' or '.', not {rename!r}")
+        transform = ToolTransform(rename, title, description, dict(hide or {}), dict(defaults or {}))
+        self._tools.transform(name, transform)
+
+    def clear_transform(self, name: str) -> None:
+        """Show the tool registered as ``name`` as it was registered again."""
+        self._tools.transform(name, None)
+
     def resource(
         self,
         uri: str,
@@ -547,6 +577,17 @@ class MCPServer:
         from .openapi import from_asgi
 
         return from_asgi(app, document, **options)
+
+    @staticmethod
+    def proxy(target: Any, **options: Any) -> MCPServer:
+        """A server that serves another MCP server, ``target``: a URL, a command (list of
+        arguments), a :class:`~mcpkit.Client`, an in-process server or an ``mcpServers``
+        config (see :func:`mcpkit.proxy.proxy` for the options)."""
+        # mcpkit.proxy sits above the server and client layers (it needs both); this
+        # import is the one allowed exception, made at call time (pyproject.toml).
+        from ..proxy import proxy
+
+        return proxy(target, **options)
 
     # -- protocol surface ----------------------------------------------------
 

@@ -1,0 +1,255 @@
+"""Backend sessions of a proxy: one connected :class:`~mcpkit.Client` reused by every call,
+reconnected when it drops, and one more per distinct set of caller credentials (bounded,
+closed when idle).
+
+What a backend asks of its client while serving a call (sampling, elicitation, roots) is
+relayed to the frontend client that made the call, through a :class:`Route`: the call's
+task carries its route in a context variable (a modern backend's ``input_required``
+answers are made in that task); a legacy backend's server-to-client requests arrive on
+the session's own reader, and go to the call in flight on that session, when there is
+exactly one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..client import Client
+from ..protocol import types as t
+from ..protocol.errors import INVALID_REQUEST, MCPError
+
+if TYPE_CHECKING:
+    from ..server.context import Context
+    from .targets import BackendTarget
+
+__all__ = ["Credentials", "Pool", "Route", "Session"]
+
+logger = logging.getLogger("mcpkit.proxy")
+
+#: ``credentials(principal)``: the headers (HTTP) or environment variables (stdio) of the
+#: backend session for that caller; None for the default session.
+Credentials = Callable[[Any], Mapping[str, str] | Awaitable[Mapping[str, str] | None] | None]
+
+#: The frontend call a backend request in this task belongs to.
+_ROUTE: ContextVar[Route | None] = ContextVar("mcpkit_proxy_route", default=None)
+
+
+class Route:
+    """One proxied request in flight: where the backend's questions about it go."""
+
+    __slots__ = ("call", "ctx", "id", "n", "parked", "pending", "questions", "session", "target")
+
+    def __init__(self, ctx: Context, session: Session) -> None:
+        self.ctx = ctx
+        self.session = session
+        self.id = secrets.token_urlsafe(12)
+        self.n = 0
+        #: (method, params, future) the backend asked and the handler has yet to relay.
+        self.questions: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[Any]]] = asyncio.Queue()
+        #: The question a modern frontend is being asked (key, method, params, future).
+        self.pending: tuple[str, str, dict[str, Any], asyncio.Future[Any]] | None = None
+        self.parked: asyncio.TimerHandle | None = None
+        self.target = (ctx.request.method, ctx.request.target)
+        #: The backend request's task (set once it is started).
+        self.call: asyncio.Future[Any] | None = None
+
+    async def ask(self, method: str, params: dict[str, Any]) -> Any:
+        """Relay a backend's request to the frontend client; its answer (a JSON object)."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.questions.put_nowait((method, params, future))
+        return await future
+
+
+class Session:
+    """One backend client, connected on first use and again after it drops."""
+
+    def __init__(self, pool: Pool, credentials: Mapping[str, str] | None) -> None:
+        self.pool = pool
+        self.credentials = credentials
+        self.client: Client | None = None
+        self.inflight: list[Route] = []
+        self.last_used = time.monotonic()
+        self.connects = 0
+        self._lock = asyncio.Lock()
+        #: Run after each (re)connection of this session (the default one re-lists, re-subscribes).
+        self.on_connect: Callable[[Client], Awaitable[None]] | None = None
+
+    @property
+    def connected(self) -> bool:
+        client = self.client
+        engine = client._session if client is not None else None
+        return engine is not None and not engine.closed
+
+    async def get(self) -> Client:
+        """The connected client, (re)connecting when there is none or it dropped."""
+        self.last_used = time.monotonic()
+        if self.connected:
+            assert self.client is not None
+            return self.client
+        async with self._lock:
+            if self.connected:
+                assert self.client is not None
+                return self.client
+            if self.client is not None:
+                logger.warning("backend %s dropped; reconnecting", self.pool.target.describe)
+                old, self.client = self.client, None
+                with contextlib.suppress(Exception):
+                    await old.close()
+            client = self.pool.target.make(self.credentials)
+            self._install(client)
+            try:
+                await client.connect()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await client.close()
+                raise
+            self.client = client
+            self.connects += 1
+            if self.on_connect is not None:
+                await self.on_connect(client)
+            return client
+
+    def _install(self, client: Client) -> None:
+        """Make ``client`` relay what its server asks and tells to the frontend."""
+        handlers = client.handlers
+        handlers.sampling = self._sampling
+        handlers.elicitation = self._elicitation
+        handlers.roots = self._roots
+        handlers.on_log = self._log
+        handlers.on_notification = self.pool.notified if self.credentials is None else None
+        client.log_level = "debug"  # the frontend's own threshold filters (ctx.log)
+
+    def route(self) -> Route:
+        """The frontend call a backend request now belongs to."""
+        route = _ROUTE.get()
+        if route is not None and route.session is self:
+            return route
+        if len(self.inflight) == 1:
+            return self.inflight[0]
+        raise MCPError(
+            INVALID_REQUEST,
+            "the proxy cannot tell which of its clients this request is for "
+            f"({len(self.inflight)} calls in flight on this session)",
+        )
+
+    async def _sampling(self, params: t.CreateMessageParams) -> Any:
+        return await self.route().ask("sampling/createMessage", msgspec.to_builtins(params))
+
+    async def _elicitation(self, params: t.ElicitParams) -> Any:
+        return await self.route().ask("elicitation/create", msgspec.to_builtins(params))
+
+    async def _roots(self) -> list[t.Root]:
+        answer = await self.route().ask("roots/list", {})
+        return msgspec.convert(answer, t.ListRootsResult).roots
+
+    async def _log(self, params: t.LoggingMessageParams) -> None:
+        route = _ROUTE.get()
+        if route is None and len(self.inflight) == 1:
+            route = self.inflight[0]
+        if route is None:
+            logger.info("backend %s log (%s): %s", self.pool.target.describe, params.level, params.data)
+            return
+        name = params.logger if isinstance(params.logger, str) else None
+        await route.ctx.log(params.level, params.data, logger=name)
+
+    async def close(self) -> None:
+        client, self.client = self.client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.close()
+
+
+class Pool:
+    """The backend sessions of one proxy: the default one, and one per credential set."""
+
+    def __init__(
+        self,
+        target: BackendTarget,
+        *,
+        credentials: Credentials | None,
+        max_sessions: int,
+        idle_timeout: float | None,
+        notified: Callable[[str, dict[str, Any]], Awaitable[None] | None],
+    ) -> None:
+        if credentials is not None and not target.pools:
+            raise ValueError(f"credentials= needs a URL or command target, not {target.describe}")
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.target = target
+        self.credentials = credentials
+        self.max_sessions = max_sessions
+        self.idle_timeout = idle_timeout
+        self.notified = notified
+        self.default = Session(self, None)
+        self.sessions: OrderedDict[tuple[tuple[str, str], ...], Session] = OrderedDict()
+        self._reaper: asyncio.Task[None] | None = None
+
+    async def session_for(self, ctx: Context) -> Session:
+        """The session for the caller of ``ctx``: its credentials' own, or the default one."""
+        if self.credentials is None:
+            return self.default
+        given = self.credentials(ctx.principal)
+        if asyncio.iscoroutine(given) or isinstance(given, Awaitable):
+            given = await given
+        if not given:
+            return self.default
+        key = tuple(sorted((str(k), str(v)) for k, v in dict(given).items()))
+        session = self.sessions.get(key)
+        if session is None:
+            session = self.sessions[key] = Session(self, dict(key))
+            await self._evict()
+        self.sessions.move_to_end(key)
+        return session
+
+    async def _evict(self) -> None:
+        """Close the least recently used idle sessions beyond ``max_sessions``."""
+        while len(self.sessions) > self.max_sessions:
+            for key, session in self.sessions.items():
+                if not session.inflight:
+                    del self.sessions[key]
+                    await session.close()
+                    break
+            else:
+                return  # all busy: over the bound until some call ends
+
+    def start(self) -> None:
+        if self.idle_timeout is not None and self.credentials is not None and self._reaper is None:
+            self._reaper = asyncio.ensure_future(self._reap(self.idle_timeout))
+
+    async def _reap(self, idle: float) -> None:
+        while True:
+            await asyncio.sleep(max(idle / 4, 0.05))
+            now = time.monotonic()
+            for key, session in list(self.sessions.items()):
+                if not session.inflight and now - session.last_used >= idle:
+                    self.sessions.pop(key, None)
+                    await session.close()
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reaper
+            self._reaper = None
+        for session in [*self.sessions.values(), self.default]:
+            await session.close()
+        self.sessions.clear()
+
+
+def bind_route(route: Route) -> Any:
+    """Make ``route`` the current one (for a task created next); returns the reset token."""
+    return _ROUTE.set(route)
+
+
+def unbind_route(token: Any) -> None:
+    _ROUTE.reset(token)

@@ -1,0 +1,494 @@
+"""``MCPServer.proxy(target)``: an mcpkit server that serves another MCP server.
+
+The backend's tools, prompts, resources and templates are listed from it (every page)
+and published verbatim; calls are forwarded with their arguments as they came and
+answered with the backend's results and errors. Progress, logging and cancellation go
+with each call; what the backend asks while serving it (sampling, elicitation, roots) is
+asked of the frontend client that made the call, whatever the two eras are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET
+
+from ..client import Client
+from ..protocol import types as t
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
+from ..server.app import MCPServer
+from ..server.context import Context, InputRequest
+from ..server.middleware import CallNext, Middleware
+from ..server.mrtr import InputRequired
+from ..server.resources import ResourceNotFound
+from ..server.tools import ToolRegistry
+from .backend import Credentials, Pool, Route, Session, bind_route, unbind_route
+from .targets import BackendTarget
+
+__all__ = ["ProxyServer"]
+
+logger = logging.getLogger("mcpkit.proxy")
+
+#: Keys of the input requests a proxy relays to a modern frontend: ``<prefix><route>/<n>``.
+_KEY_PREFIX = "mcpkit-proxy/"
+_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+Kind = Literal["tools", "prompts", "resources"]
+_KINDS: dict[str, Kind] = {"tools": "tools", "prompts": "prompts", "resources": "resources"}
+
+
+class _Relayed(InputRequest):
+    """A backend's request, asked of the frontend client as it came."""
+
+    result_type = Any  # the answer is relayed as JSON
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.method = method
+        self.capability = _CAPABILITY.get(method, method)
+        self._params = params
+
+    def params(self) -> dict[str, Any]:
+        return self._params
+
+
+class ProxyServer(MCPServer):
+    """An :class:`MCPServer` serving a backend MCP server (see :func:`mcpkit.proxy.proxy`).
+
+    :attr:`pool` holds its backend sessions: :attr:`Pool.default` (lists, subscriptions
+    and callers without credentials of their own) and one per credential set.
+    """
+
+    def __init__(
+        self,
+        target: BackendTarget,
+        name: str,
+        *,
+        credentials: Credentials | None = None,
+        max_sessions: int = 16,
+        idle_timeout: float | None = 300.0,
+        input_timeout: float = 300.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(name, lifespan=_lifespan, **options)
+        self.pool = Pool(
+            target,
+            credentials=credentials,
+            max_sessions=max_sessions,
+            idle_timeout=idle_timeout,
+            notified=self._notified,
+        )
+        self.pool.default.on_connect = self._connected
+        #: Seconds a backend call waits for a modern frontend to retry with its answers.
+        self.input_timeout = input_timeout
+        self._parked: dict[str, Route] = {}
+        self._started = 0
+        self._synced = asyncio.Event()
+        self._subscribed: dict[str, int] = {}
+        self._listens: dict[str, Any] = {}
+        self._background: set[asyncio.Future[Any]] = set()
+        self._completer = self._complete_backend
+        self.on_roots_changed = self._roots_changed
+        self.add_middleware(_ProxyHooks(self))
+
+    # -- lifetime ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect the default backend session and list what it serves (idempotent)."""
+        await self.pool.default.get()
+        self.pool.start()
+
+    async def stop(self) -> None:
+        """Close every backend session (the server can start again)."""
+        for parked in list(self._parked.values()):
+            self._expire(parked.id)
+        for task in list(self._background):
+            task.cancel()
+        await self.pool.close()
+        self._synced.clear()
+        self._subscribed.clear()
+        self._listens.clear()
+
+    async def _connected(self, client: Client) -> None:
+        """After each (re)connection of the default session: list, follow changes, re-subscribe."""
+        if client.instructions and self.instructions is None:
+            self.instructions = client.instructions
+        if client.is_modern:
+            with contextlib.suppress(MCPError, OSError):
+                await client.listen(tools=True, prompts=True, resources=True)
+        kinds: tuple[Kind, ...] = ("tools", "prompts", "resources")
+        for kind in kinds:
+            await self._sync(client, kind)
+        for uri in list(self._subscribed):
+            self._listens.pop(uri, None)
+            with contextlib.suppress(MCPError, OSError):
+                await self._backend_subscribe(client, uri)
+        self._synced.set()
+
+    # -- lists -------------------------------------------------------------------------
+
+    def _capable(self, client: Client, kind: Kind) -> bool:
+        caps = client.server_capabilities
+        return caps is None or getattr(caps, kind) is not UNSET
+
+    async def _sync(self, client: Client, kind: Kind) -> None:
+        """Make this server hold exactly what the backend lists of ``kind`` (one change event)."""
+        if not self._capable(client, kind):
+            return
+        if kind == "tools":
+            tools = await client.list_tools()
+            scratch = ToolRegistry()
+            for tool in tools:
+                scratch.add_raw(tool, functools.partial(self._call_tool, tool.name))
+            registry = self._tools
+            if [x.definition for x in registry.tools.values()] == tools:
+                return
+            registry.tools.clear()
+            registry.tools.update(scratch.tools)
+            registry._changed()
+        elif kind == "prompts":
+            prompts = await client.list_prompts()
+            if [e.definition for e in self._prompts.prompts.values()] == prompts:
+                return
+            on_change, self._prompts.on_change = self._prompts.on_change, None
+            try:
+                self._prompts.prompts.clear()
+                for prompt in prompts:
+                    self._prompts.add_raw(prompt, functools.partial(self._get_prompt, prompt.name))
+            finally:
+                self._prompts.on_change = on_change
+            if on_change is not None:
+                on_change()
+        else:
+            resources = await client.list_resources()
+            templates = await client.list_resource_templates()
+            resource_registry = self._resources
+            if [r for r, _ in resource_registry.resources.values()] == resources and [
+                x[0] for x in resource_registry.templates
+            ] == templates:
+                return
+            on_change, resource_registry.on_change = resource_registry.on_change, None
+            try:
+                resource_registry.resources.clear()
+                resource_registry.templates = []
+                for resource in resources:
+                    resource_registry.add_raw(resource, self._read_resource)
+                for template in templates:
+                    resource_registry.add_raw(template, self._read_resource)
+            finally:
+                resource_registry.on_change = on_change
+            resource_registry._changed()
+
+    async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        """The default session's notifications: list changes re-list, updates are relayed."""
+        if method.endswith("/list_changed"):
+            kind = _KINDS.get(method.split("/")[1])
+            if kind is not None:
+                self._spawn(self._resync(kind))
+        elif method == "notifications/resources/updated":
+            uri = params.get("uri")
+            if isinstance(uri, str):
+                self.notify_resource_updated(uri)
+
+    async def _resync(self, kind: Kind) -> None:
+        try:
+            await self._sync(await self.pool.default.get(), kind)
+        except (MCPError, OSError) as exc:
+            logger.warning("re-listing %s from %s failed: %s", kind, self.pool.target.describe, exc)
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- forwarding --------------------------------------------------------------------
+
+    async def _call_tool(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.CallToolResult:
+        result: t.CallToolResult = await self._forward(
+            ctx,
+            lambda client, progress: client.call_tool(name, arguments, progress=progress),
+        )
+        return result
+
+    async def _get_prompt(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.GetPromptResult:
+        result: t.GetPromptResult = await self._forward(
+            ctx, lambda client, _: client.get_prompt(name, arguments)
+        )
+        return result
+
+    async def _read_resource(self, uri: str, ctx: Context) -> list[t.ResourceContents]:
+        try:
+            result: t.ReadResourceResult = await self._forward(
+                ctx, lambda client, _: client.read_resource(uri)
+            )
+        except MCPError as exc:
+            # Not found is -32002 through 2025-11-25 and -32602 after: answered in the
+            # frontend's era, whichever the backend speaks.
+            if exc.code == RESOURCE_NOT_FOUND_LEGACY or (exc.code == INVALID_PARAMS and _names_uri(exc)):
+                raise ResourceNotFound(uri) from None
+            raise
+        return result.contents
+
+    async def _complete_backend(self, ref: Any, argument: Any, context: dict[str, str]) -> t.Completion:
+        client = await self.pool.default.get()
+        return await client.complete(msgspec.to_builtins(ref), argument.name, argument.value, context or None)
+
+    async def _roots_changed(self) -> None:
+        for session in [self.pool.default, *self.pool.sessions.values()]:
+            if session.client is not None and session.connected:
+                await session.client.send_roots_list_changed()
+
+    async def _forward(self, ctx: Context, op: Callable[[Client, Any], Awaitable[Any]]) -> Any:
+        """Run ``op`` on the caller's backend session, relaying the backend's questions."""
+        route = self._resume(ctx)
+        if route is None:
+            session = await self.pool.session_for(ctx)
+            try:
+                client = await session.get()
+            except (OSError, MCPError) as exc:
+                raise _unavailable(session, exc) from None
+            route = Route(ctx, session)
+            progress = None
+            scope = ctx.request.scope
+            if scope is not None and scope.progress_token is not None:
+                progress = functools.partial(_progress, route)
+            token = bind_route(route)
+            try:
+                call: asyncio.Future[Any] = asyncio.ensure_future(op(client, progress))
+            finally:
+                unbind_route(token)
+            route.call = call
+            session.inflight.append(route)
+        assert route.call is not None
+        call = route.call
+        parked = False
+        try:
+            while True:
+                if route.pending is not None:  # a modern frontend brought (or owes) the answer
+                    key, method, params, future = route.pending
+                    try:
+                        answer = (await ctx.ask({key: _Relayed(method, params)}))[key]
+                    except InputRequired:
+                        parked = True  # asked: the backend call waits for the retry
+                        raise
+                    except MCPError as exc:
+                        answer, failed = None, exc
+                    else:
+                        failed = None  # type: ignore[assignment]
+                    route.pending = None
+                    self._unpark(route)
+                    if not future.done():
+                        if failed is not None:
+                            future.set_exception(failed)
+                        else:
+                            future.set_result(answer)
+                    continue
+                question = asyncio.ensure_future(route.questions.get())
+                try:
+                    await asyncio.wait((call, question), return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not question.done():
+                        question.cancel()
+                if call.done():
+                    if question.done() and not question.cancelled():
+                        route.questions.put_nowait(question.result())
+                    return _outcome(call, route.session)
+                method, params, future = question.result()
+                if ctx.is_modern and ctx.task_id is None:
+                    # Modern: this request ends with input_required; the retry resumes here.
+                    route.pending = (f"{_KEY_PREFIX}{route.id}/{route.n}", method, params, future)
+                    route.n += 1
+                    self._park(route)
+                    continue
+                try:
+                    answered = await ctx.ask({"relayed": _Relayed(method, params)})
+                except MCPError as exc:
+                    future.set_exception(exc)
+                else:
+                    future.set_result(answered["relayed"])
+        finally:
+            if not parked:
+                self._unpark(route)
+                call.cancel()  # (a no-op once it is done) the backend is told with notifications/cancelled
+                with contextlib.suppress(ValueError):
+                    route.session.inflight.remove(route)
+
+    def _park(self, route: Route) -> None:
+        self._parked[route.id] = route
+        if route.parked is not None:
+            route.parked.cancel()
+        route.parked = asyncio.get_running_loop().call_later(self.input_timeout, self._expire, route.id)
+
+    def _unpark(self, route: Route) -> None:
+        self._parked.pop(route.id, None)
+        if route.parked is not None:
+            route.parked.cancel()
+            route.parked = None
+
+    def _expire(self, route_id: str) -> None:
+        """A modern frontend never came back: the backend call is cancelled."""
+        route = self._parked.pop(route_id, None)
+        if route is None:
+            return
+        if route.call is not None:
+            route.call.cancel()
+        with contextlib.suppress(ValueError):
+            route.session.inflight.remove(route)
+
+    def _resume(self, ctx: Context) -> Route | None:
+        """The parked call a modern retry answers, if any (same caller, same request)."""
+        trip = ctx._trip  # the answers of this retry (sealed state and inputResponses)
+        if trip is None:
+            return None
+        for key in trip.answers:
+            if not key.startswith(_KEY_PREFIX):
+                continue
+            route = self._parked.get(key[len(_KEY_PREFIX) :].split("/", 1)[0])
+            if route is None:
+                raise MCPError(INVALID_PARAMS, "the proxied request this answers has ended; send it again")
+            same_caller = _principal(route.ctx) == _principal(ctx)
+            if not same_caller or route.target != (ctx.request.method, ctx.request.target):
+                raise MCPError(INVALID_PARAMS, "these input responses belong to another request")
+            self._unpark(route)
+            route.ctx = ctx
+            return route
+        return None
+
+    # -- subscriptions -----------------------------------------------------------------
+
+    async def _backend_subscribe(self, client: Client, uri: str) -> None:
+        if client.is_modern:
+            self._listens[uri] = await client.listen(resource_uris=[uri])
+        else:
+            await client.subscribe_resource(uri)
+
+    async def acquire(self, uri: str) -> None:
+        """A frontend subscribed to ``uri``: subscribe on the backend (once for all)."""
+        count = self._subscribed.get(uri, 0)
+        if count == 0:
+            await self._backend_subscribe(await self.pool.default.get(), uri)
+        self._subscribed[uri] = count + 1
+
+    async def release(self, uri: str) -> None:
+        """One frontend subscription of ``uri`` ended: the last one unsubscribes the backend."""
+        count = self._subscribed.get(uri, 0) - 1
+        if count > 0:
+            self._subscribed[uri] = count
+            return
+        self._subscribed.pop(uri, None)
+        listening = self._listens.pop(uri, None)
+        with contextlib.suppress(MCPError, OSError):
+            if listening is not None:
+                await listening.close()
+            elif self.pool.default.connected and self.pool.default.client is not None:
+                await self.pool.default.client.unsubscribe_resource(uri)
+
+
+class _ProxyHooks(Middleware):
+    """Connects the backend before the first request, and forwards resource subscriptions."""
+
+    def __init__(self, proxy: ProxyServer) -> None:
+        self.proxy = proxy
+
+    def before(self, ctx: Context) -> Any:
+        if self.proxy._synced.is_set():
+            return None
+        return self._start()
+
+    async def _start(self) -> None:
+        try:
+            await self.proxy.start()
+        except (OSError, MCPError) as exc:
+            raise _unavailable(self.proxy.pool.default, exc) from None
+
+    async def on_subscribe(self, ctx: Context, call_next: CallNext) -> Any:
+        uri = ctx.request.params.uri
+        fresh = uri not in ctx._conn.subscriptions
+        result = await call_next(ctx)
+        if fresh:
+            try:
+                await self.proxy.acquire(uri)
+            except BaseException:
+                ctx._conn.subscriptions.discard(uri)
+                raise
+        return result
+
+    async def on_unsubscribe(self, ctx: Context, call_next: CallNext) -> Any:
+        uri = ctx.request.params.uri
+        held = uri in ctx._conn.subscriptions
+        result = await call_next(ctx)
+        if held:
+            await self.proxy.release(uri)
+        return result
+
+    async def on_listen(self, ctx: Context, call_next: CallNext) -> Any:
+        wanted = ctx.request.params.notifications.get("resourceSubscriptions")
+        uris = sorted({u for u in wanted if isinstance(u, str)}) if isinstance(wanted, list) else []
+        held: list[str] = []
+        try:
+            for uri in uris:
+                try:
+                    await self.proxy.acquire(uri)
+                except (MCPError, OSError) as exc:
+                    logger.warning("subscribing the backend to %s failed: %s", uri, exc)
+                else:
+                    held.append(uri)
+            return await call_next(ctx)
+        finally:
+            for uri in held:
+                await self.proxy.release(uri)
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(server: MCPServer) -> AsyncIterator[None]:
+    assert isinstance(server, ProxyServer)
+    server._started += 1
+    try:
+        if server._started == 1:
+            try:
+                await server.start()
+            except (OSError, MCPError) as exc:
+                raise _unavailable(server.pool.default, exc) from None
+        yield
+    finally:
+        server._started -= 1
+        if server._started == 0:
+            await server.stop()
+
+
+async def _progress(route: Route, progress: float, total: float | None, message: str | None) -> None:
+    await route.ctx.report_progress(progress, total, message)
+
+
+def _outcome(call: asyncio.Future[Any], session: Session) -> Any:
+    if call.cancelled():
+        raise MCPError(INTERNAL_ERROR, "the backend call was cancelled")
+    exc = call.exception()
+    if exc is None:
+        return call.result()
+    if isinstance(exc, MCPError):
+        raise exc
+    raise _unavailable(session, exc)
+
+
+def _unavailable(session: Session, exc: BaseException) -> MCPError:
+    return MCPError(
+        INTERNAL_ERROR, f"the backend ({session.pool.target.describe}) failed: {exc or type(exc).__name__}"
+    )
+
+
+def _names_uri(exc: MCPError) -> bool:
+    return isinstance(exc.data, dict) and "uri" in exc.data
+
+
+def _principal(ctx: Context) -> str | None:
+    principal = ctx.principal
+    return principal.key if principal is not None else None
