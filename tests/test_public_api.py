@@ -146,6 +146,7 @@ PUBLIC: dict[str, list[str]] = {
         "ResponseCache",
         "ResponseSizeLimit",
         "Timeout",
+        "Visibility",
     ],
     "mcpkit.server": [
         "AssistantMessage",

@@ -34,6 +34,7 @@ _BUILTINS = {
     "ResponseCache": "cache",
     "ResponseSizeLimit": "size",
     "Timeout": "limits",
+    "Visibility": "visibility",
 }
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ResponseCache",
     "ResponseSizeLimit",
     "Timeout",
+    "Visibility",
 ]
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from .limits import ConcurrencyLimit, RateLimit, Timeout
     from .masking import ErrorMasking
     from .size import ResponseSizeLimit
+    from .visibility import Visibility
 
 
 def __getattr__(name: str) -> Any:

@@ -200,8 +200,9 @@ class Mount:
         if not tools and not self.tools:
             return
         for name in self.tools - tools.keys():
-            registry.tools.pop(name, None)
-        registry.tools.update(tools)
+            registry.discard(name)
+        for name, tool in tools.items():  # through put: the parent's transforms apply to them too
+            registry.put(name, tool)
         self.tools = set(tools)
         registry._changed()
 

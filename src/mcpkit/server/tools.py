@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 from msgspec import UNSET
@@ -18,6 +18,9 @@ from .mrtr import InputRequired
 from .results import CONTENT_LIKE, json_text, to_content
 from .signature import ArgumentError, FunctionSignature, inspect_function, raw_signature, split_docstring
 from .sync import SyncRunner
+
+if TYPE_CHECKING:
+    from .transforms import ToolTransform
 
 __all__ = ["RegisteredTool", "ToolOptions", "ToolRegistry"]
 
@@ -198,8 +201,50 @@ class ToolRegistry:
     """The server's tools, in registration order (deterministic for caching)."""
 
     def __init__(self) -> None:
+        #: The tools as served, by the name clients use.
         self.tools: dict[str, RegisteredTool] = {}
         self.on_change: Callable[[], None] | None = None
+        #: Transforms by the name a tool is registered under (``MCPServer.transform_tool``).
+        self.transforms: dict[str, ToolTransform] = {}
+        #: Registered name -> served name, for the tools a transform renamed.
+        self._served_as: dict[str, str] = {}
+
+    def put(self, name: str, tool: RegisteredTool) -> None:
+        """Serve ``tool``, registered as ``name``, as its transform (if any) shows it."""
+        self.discard(name)
+        transform = self.transforms.get(name)
+        if transform is not None:
+            tool = transform.apply(tool)
+            served = tool.definition.name
+            if served != name:
+                if served in self.tools:
+                    raise ValueError(f"tool {name!r} renamed {served!r} would shadow the tool of that name")
+                self._served_as[name] = served
+        self.tools[tool.definition.name] = tool
+
+    def discard(self, name: str) -> bool:
+        """Stop serving the tool registered as ``name``; whether there was one."""
+        served = self._served_as.pop(name, name)
+        return self.tools.pop(served, None) is not None
+
+    def transform(self, name: str, transform: ToolTransform | None) -> None:
+        """Apply ``transform`` to the tool registered as ``name``, now and whenever it is
+        registered again (None removes it)."""
+        current = self.tools.get(self._served_as.get(name, name))
+        original = getattr(current, "inner", current)
+        if transform is None:
+            self.transforms.pop(name, None)
+        else:
+            if original is not None:
+                transform.apply(original)  # refuse a bad transform before changing anything
+                served = transform.name or name
+                other = self.tools.get(served)
+                if other is not None and other is not current:
+                    raise ValueError(f"tool {name!r} renamed {served!r} would shadow the tool of that name")
+            self.transforms[name] = transform
+        if original is not None:
+            self.put(name, original)
+            self._changed()
 
     def add(self, fn: Callable[..., Any], options: ToolOptions = ToolOptions()) -> RegisteredTool:
         """Publish ``fn`` as a tool, replacing any tool of the same name."""
@@ -237,7 +282,7 @@ class ToolRegistry:
                 threaded = True  # an inline call could not be interrupted by its timeout
         runner = None if sig.is_async else SyncRunner(fn, threaded)
         tool = RegisteredTool(fn, sig, definition, runner, header_params, options.scopes, options, guard)
-        self.tools[tool_name] = tool
+        self.put(tool_name, tool)
         self._changed()
         return tool
 
@@ -250,12 +295,14 @@ class ToolRegistry:
         options = ToolOptions(name=definition.name, scopes=scopes)
         sig = raw_signature(definition.input_schema)
         tool = RegisteredTool(handler, sig, definition, None, header_params, scopes, options)
-        self.tools[definition.name] = tool
+        self.put(definition.name, tool)
         self._changed()
         return tool
 
     def remove(self, name: str) -> None:
-        if self.tools.pop(name, None) is None:
+        """Remove the tool registered as ``name`` (or served as ``name``)."""
+        registered = next((k for k, v in self._served_as.items() if v == name), name)
+        if not self.discard(registered):
             raise KeyError(name)
         self._changed()
 
