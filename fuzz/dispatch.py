@@ -121,6 +121,11 @@ class _Expect:
         for i, doc in enumerate(docs):
             if doc is not _BAD:
                 self.json_lines.add(i)
+            else:
+                # Not UTF-8 (or not JSON): -32700, under the id when the rest reads (jsonrpc.py).
+                lenient = _lenient_id(lines[i])
+                if lenient is not _NONE:
+                    self.loose[lenient] += 1
             if isinstance(doc, list):
                 self.others += 1
                 for item in doc:
@@ -152,6 +157,16 @@ class _Expect:
 
 
 _NONE = object()
+
+
+def _lenient_id(line: bytes) -> Any:
+    try:
+        doc = json.loads(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return _NONE
+    if isinstance(doc, dict) and _is_id(doc.get("id")):
+        return doc["id"]
+    return _NONE
 
 
 def _request_id(doc: Any) -> Any:
