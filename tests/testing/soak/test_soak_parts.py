@@ -74,8 +74,13 @@ async def test_losses_are_tolerated_only_while_a_fault_is_in_progress() -> None:
     async def refused() -> str:
         raise Refused("HTTP 503")
 
+    async def silent() -> str:
+        raise TimeoutError
+
     assert await run_op(rec, "op", cut) is None
     assert rec.counts["op"]["VIOLATION"] == 1 and "no fault" in rec.violations[0]
+    assert await run_op(rec, "slow", silent) is None
+    assert rec.counts["slow"]["VIOLATION"] == 1 and "no answer in time" in rec.violations[1]
 
     window = rec.fault("SIGKILL worker")
     assert await run_op(rec, "op", cut) is None
@@ -85,6 +90,7 @@ async def test_losses_are_tolerated_only_while_a_fault_is_in_progress() -> None:
     window.end = time.monotonic() - 60  # long over: its aftermath too
     assert await run_op(rec, "op", cut) is None
     assert rec.counts["op"]["VIOLATION"] == 3
+    assert rec.counts["slow"]["VIOLATION"] == 1
     assert rec.pending == 0
 
 

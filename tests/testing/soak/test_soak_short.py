@@ -44,6 +44,8 @@ async def test_a_short_soak_keeps_every_invariant_under_every_fault(tmp_path: Pa
         "slow request body (direct)",
     ):
         assert rec.counts[op]["ok"] > 0, (op, report.markdown)
-    assert rec.counts["modern progress (client leaves)"]["left"] > 0
+    assert rec.counts["modern progress (leaves)"]["left"] > 0
+    assert rec.counts["legacy progress (leaves, resumes)"]["ok"] > 0
+    assert rec.counts["legacy progress (slow reader)"]["ok"] > 0
     assert rec.resume["streams resumed"] > 0 and rec.resume["GET stream reconnects"] > 0
     assert (tmp_path / "soak.md").read_text() == report.markdown

@@ -77,6 +77,8 @@ async def run_op(
         rec.violation(op, first, f"still refused after {retries} tries")
     except (httpx.TransportError, Cut) as exc:
         rec.tolerated(op, "cut", first, f"{type(exc).__name__}: {exc}")
+    except TimeoutError:
+        rec.tolerated(op, "cut", first, "no answer in time")
     except (Unexplained, ValueError, KeyError, TypeError, IndexError) as exc:
         rec.violation(op, first, f"{type(exc).__name__}: {exc}")
     finally:

@@ -64,6 +64,15 @@ def describe_fds(pid: int, ports: dict[int, str]) -> dict[str, int]:
                 state = _TCP_STATES.get(cols[3], cols[3])
                 peer = ports.get(remote) or ports.get(local) or "other"
                 sockets[cols[9]] = f"tcp {peer} {state}"
+    with contextlib.suppress(OSError):
+        for row in Path(f"/proc/{pid}/net/udp").read_text().splitlines()[1:]:
+            cols = row.split()
+            sockets[cols[9]] = f"udp {int(cols[1].split(':')[1], 16)}"
+    with contextlib.suppress(OSError):
+        for row in Path(f"/proc/{pid}/net/unix").read_text().splitlines()[1:]:
+            cols = row.split()
+            kind = {"0001": "stream", "0002": "dgram"}.get(cols[4], cols[4])
+            sockets[cols[6]] = f"unix {kind} {cols[7] if len(cols) > 7 else '(unnamed)'}"
     kinds: dict[str, int] = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -71,7 +80,7 @@ def describe_fds(pid: int, ports: dict[int, str]) -> dict[str, int]:
         except OSError:
             continue
         if target.startswith("socket:["):
-            kind = sockets.get(target[8:-1], "socket (not tcp)")
+            kind = sockets.get(target[8:-1], "socket (other)")
         elif target.startswith(("pipe:", "anon_inode:")):
             kind = target.split("[")[0].rstrip(":")
         else:

@@ -21,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import os
 import platform
 import random
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -87,18 +88,31 @@ class SoakReport:
     recorder: Recorder = field(default_factory=Recorder)
 
 
+#: Each request loop runs these in a fresh random order, round after round: the mix
+#: is exact, and every kind of operation comes at least once per round.
+MODERN_MIX = ("echo",) * 4 + ("read",) * 2 + ("progress",) * 2 + ("slow reader", "leaves")
+LEGACY_MIX = ("echo",) * 3 + ("read",) * 2 + ("progress",) * 3 + ("slow reader", "leaves")
+
+
+def _rounds(mix: tuple[str, ...]) -> Iterator[str]:
+    while True:
+        yield from random.sample(mix, len(mix))
+
+
 async def _vu_modern(url: str, rec: Recorder, stop: asyncio.Event, ids: itertools.count[int]) -> None:
     async with httpx.AsyncClient(base_url=url, timeout=20.0, trust_env=False) as client:
-        while not stop.is_set():
-            n, roll = next(ids), random.random()
+        for kind in _rounds(MODERN_MIX):
+            if stop.is_set():
+                return
+            n = next(ids)
             attempt: Callable[[], Awaitable[str]]
-            if roll < 0.4:
+            if kind == "echo":
                 op, attempt = "modern echo", partial(modern_echo, client, n)
-            elif roll < 0.6:
+            elif kind == "read":
                 op, attempt = "modern resources/read", partial(modern_read, client, n)
             else:
-                leave, slow = roll > 0.92, 0.85 < roll <= 0.92
-                op = "modern progress" + (" (client leaves)" if leave else " (slow reader)" if slow else "")
+                leave, slow = kind == "leaves", kind == "slow reader"
+                op = "modern progress" + ("" if kind == "progress" else f" ({kind})")
                 attempt = partial(modern_steps, client, n, 6, leave=leave, slow=slow)
             await run_op(rec, op, attempt)
             await asyncio.sleep(random.uniform(0, 0.02))
@@ -108,21 +122,22 @@ async def _vu_legacy(url: str, rec: Recorder, stop: asyncio.Event, ids: itertool
     async with httpx.AsyncClient(base_url=url, timeout=20.0, trust_env=False) as client:
         session = LegacySession(client, rec)
         try:
-            while not stop.is_set():
-                if session.id is None:
+            for kind in _rounds(LEGACY_MIX):
+                if stop.is_set():
+                    return
+                while session.id is None and not stop.is_set():
                     if await run_op(rec, "legacy initialize", session.open) != "ok":
                         await asyncio.sleep(0.2)
-                    continue
-                n, roll = next(ids), random.random()
+                n = next(ids)
                 attempt: Callable[[], Awaitable[str]]
-                if roll < 0.3:
+                if kind == "echo":
                     op, attempt = "legacy echo", partial(session.echo, n)
-                elif roll < 0.45:
+                elif kind == "read":
                     op, attempt = "legacy resources/read", partial(session.read, n)
                 else:
-                    leave, slow = roll > 0.8, 0.7 < roll <= 0.8
+                    leave, slow = kind == "leaves", kind == "slow reader"
                     op = "legacy progress" + (
-                        " (leaves, resumes)" if leave else " (slow reader)" if slow else ""
+                        "" if kind == "progress" else f" ({kind}, resumes)" if leave else f" ({kind})"
                     )
                     attempt = partial(session.steps, n, 8, leave=leave, slow=slow)
                 await run_op(rec, op, attempt)
@@ -130,6 +145,16 @@ async def _vu_legacy(url: str, rec: Recorder, stop: asyncio.Event, ids: itertool
         finally:
             with contextlib.suppress(Exception):
                 await session.close()
+
+
+def _backend_of(proxy: RoundRobinProxy, rid: int) -> int | None:
+    """The worker the proxy sent the recent 2024-11-05 POST of request ``rid`` to."""
+    for entry in reversed(proxy.log[-500:]):
+        if entry.method == "POST" and not entry.path.startswith("/mcp"):
+            with contextlib.suppress(ValueError):
+                if json.loads(entry.body).get("id") == rid:
+                    return entry.backend
+    return None
 
 
 async def _slow_bodies(d: Deployment, rec: Recorder, stop: asyncio.Event, ids: itertools.count[int]) -> None:
@@ -150,12 +175,17 @@ async def _load(d: Deployment, rec: Recorder, cfg: SoakConfig, stop: asyncio.Eve
     tasks = [asyncio.create_task(_vu_modern(url, rec, stop, ids)) for _ in range(cfg.modern_clients)]
     tasks += [asyncio.create_task(_vu_legacy(url, rec, stop, ids)) for _ in range(cfg.legacy_clients)]
     tasks.append(
-        asyncio.create_task(LegacyWatcher(clients[0], rec, f"soak://watched/legacy-{run_id}").run(stop))
+        asyncio.create_task(
+            LegacyWatcher(clients[0], rec, f"soak://watched/legacy-{run_id}").run(stop), name="watcher"
+        )
     )
     tasks.append(
-        asyncio.create_task(ModernListener(clients[1], rec, f"soak://watched/modern-{run_id}").run(stop))
+        asyncio.create_task(
+            ModernListener(clients[1], rec, f"soak://watched/modern-{run_id}").run(stop), name="listener"
+        )
     )
-    tasks.append(asyncio.create_task(OldSSEClient(clients[2], rec).run(stop)))
+    old_sse = OldSSEClient(clients[2], rec, partial(_backend_of, d.proxy))
+    tasks.append(asyncio.create_task(old_sse.run(stop), name="2024-11-05 client"))
     tasks.append(asyncio.create_task(_slow_bodies(d, rec, stop, ids)))
     try:
         await stop.wait()
@@ -166,7 +196,7 @@ async def _load(d: Deployment, rec: Recorder, cfg: SoakConfig, stop: asyncio.Eve
             rec.violation("the load", rec.started, f"{len(left)} clients still busy 60 s after the end")
         for task in done:
             if not task.cancelled() and task.exception() is not None:
-                rec.violation("the load", rec.started, f"a client crashed: {task.exception()!r}")
+                rec.violation("the load", rec.started, f"{task.get_name()} crashed: {task.exception()!r}")
     finally:
         for client in clients:
             await client.aclose()
