@@ -111,7 +111,7 @@ class Peer:
     async def open(self) -> Any:
         if self.era == MODERN:
             return (await self.result("server/discover"))["capabilities"]
-        init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        init = {"protocolVersion": self.era, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
         result = await self.result("initialize", init)
         self.send({"method": "notifications/initialized"})
         return result["capabilities"]
@@ -602,3 +602,16 @@ async def test_a_changed_file_of_a_nested_skill_refreshes_both_manifests(
         entry = (await peer.result("skills/get", {"uri": skill}))["skill"]
         digests = {r["uri"]: r["digest"] for r in entry["resources"]}
         assert digests["skill://alpha/nested/inner/SKILL.md"] == expected, skill
+
+
+async def test_older_revisions_get_the_frontmatter_verbatim_too(tmp_path: Path, peers: Any) -> None:
+    """Results are reshaped for revisions before 2025-11-25 (keys they lack are dropped), but
+    never inside the frontmatter: a "title" or "icons" there is the author's, not the schema's."""
+    skill = tmp_path / "old"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: old\ndescription: d\ntitle: Old\nicons: [x]\n---\n")
+    server = MCPServer("x")
+    server.add_skills(skill)
+    peer = await peers(server, "2025-03-26")
+    entry = (await peer.result("skills/list"))["skills"][0]
+    assert entry["frontmatter"] == {"name": "old", "description": "d", "title": "Old", "icons": ["x"]}
