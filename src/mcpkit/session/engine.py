@@ -314,6 +314,10 @@ class Engine(Generic[Req]):
         else:
             task = asyncio.create_task(self._run_request(request))
         self._in_flight[rid] = task
+        # A task cancelled before it first runs (its notifications/cancelled came in the same
+        # read as the request) never reaches _run_request's finally: without this its id
+        # stayed "in use" and its slot counted against max_in_flight for ever (found by fuzzing).
+        task.add_done_callback(lambda done: self._release(rid, done))
         if len(self._in_flight) >= self.max_in_flight:
             self._room.clear()
 
@@ -353,12 +357,18 @@ class Engine(Generic[Req]):
                 self.channel.respond(request.id, answer[0], answer[1])
                 await self.channel.drain()
         finally:
-            self._in_flight.pop(request.id, None)
-            if len(self._in_flight) < self.max_in_flight:
-                self._room.set()
-                if self._input_held and self._push is not None:
-                    self._input_held = False
-                    self._push.release_input()
+            self._release(request.id, None)
+
+    def _release(self, rid: RequestId, task: asyncio.Task[None] | None) -> None:
+        """The request ``rid`` is over (``task``: only if it is still the one in the table)."""
+        if task is not None and self._in_flight.get(rid) is not task:
+            return
+        self._in_flight.pop(rid, None)
+        if len(self._in_flight) < self.max_in_flight:
+            self._room.set()
+            if self._input_held and self._push is not None:
+                self._input_held = False
+                self._push.release_input()
 
     async def _answer(
         self, request: Req, handling: Awaitable[Any] | None = None
