@@ -62,7 +62,7 @@ def test_audit_reports_a_poisoned_and_a_shadowing_server(
     assert any("cross-server-reference" in line and "poisoned/notify" in line for line in lines), r
     assert any("name-collision" in line and "shadow/echo" in line for line in lines), r
     assert all(c.isprintable() for line in lines for c in line)  # hidden characters escaped, not printed
-    assert "audited 3 of 3 server(s)" in r.stderr
+    assert "audited 3 of 3 enabled server(s)" in r.stderr
     r = mcpkit("audit-servers", str(config), "--fail-on", "none", env=state)
     assert r.code == 0, r
     r = mcpkit("audit-servers", str(config), "--json", "-v", env=state)
@@ -78,7 +78,7 @@ def test_audit_of_an_honest_server_passes(tmp_path: Path, mcpkit: Run, state: di
     config = write_config(tmp_path / ".mcp.json", {"backend": python("backend.py")})
     r = mcpkit("audit-servers", str(config), "--fail-on", "low", env=state)
     assert (r.code, r.stdout) == (0, ""), r
-    assert "audited 1 of 1 server(s)" in r.stderr and "no findings" in r.stderr
+    assert "audited 1 of 1 enabled server(s)" in r.stderr and "no findings" in r.stderr
 
 
 def test_offline_audit_of_unpinned_packages(tmp_path: Path, mcpkit: Run, state: dict[str, str]) -> None:

@@ -12,12 +12,12 @@ the same config (``--pins`` to choose another).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import shlex
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..transports.loop import run as run_loop
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_USAGE, CLIError, Console
 from ._target import DEFAULT_CONFIG
 
@@ -71,7 +71,7 @@ def cmd_audit_servers(args: argparse.Namespace, console: Console) -> int:
     config = _config(args)
     specs = _specs(config)
     pins = open_pins(config, args.pins)
-    report = asyncio.run(
+    report = run_loop(
         audit_servers(
             specs,
             pins=pins,
@@ -96,8 +96,9 @@ def cmd_audit_servers(args: argparse.Namespace, console: Console) -> int:
     counts = report.counts()
     summary = ", ".join(f"{counts[s]} {s}" for s in reversed(SEVERITIES) if counts[s])
     reached = sum(1 for state in report.servers.values() if state == "ok")
+    enabled = sum(1 for state in report.servers.values() if state != "disabled")
     console.info(
-        f"audited {reached} of {len(report.servers)} server(s), {report.tools} tool(s): "
+        f"audited {reached} of {enabled} enabled server(s), {report.tools} tool(s): "
         + (summary or "no findings")
         + ("" if args.verbose or not any(f.detail for f in shown) else " (-v for details)")
     )
@@ -167,7 +168,7 @@ def cmd_pins_accept(args: argparse.Namespace, console: Console) -> int:
     rest = [name for name in wanted if name not in pending] if args.tools else []
     if rest or not wanted:
         # Nothing pending: approve what the server lists now (all its tools, or those named).
-        current = asyncio.run(_current_tools(specs[args.server], args.timeout))
+        current = run_loop(_current_tools(specs[args.server], args.timeout))
         missing = [name for name in rest if name not in current]
         if missing:
             raise CLIError(

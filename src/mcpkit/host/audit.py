@@ -428,7 +428,7 @@ def _docker(spec: ServerSpec, args: list[str]) -> list[Finding]:
     last = image.rsplit("/", 1)[-1]
     tag = last.split(":", 1)[1] if ":" in last else None
     if tag is None or tag == "latest":
-        return [_unpinned(spec, f"the image {image!r} has no tag or digest", "a digest (@sha256:...)")]
+        return [_unpinned(spec, f"the image {image!r}", "a digest (image@sha256:...)")]
     return [
         Finding(
             "low",
