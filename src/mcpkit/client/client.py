@@ -31,8 +31,15 @@ from .dispatch import (
     NotificationHandler,
     RootsProvider,
     SamplingHandler,
+    coalesced,
 )
-from .options import ClientOptions, InProcessServer, ProtocolMode
+from .options import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_QUEUED_NOTIFICATIONS,
+    ClientOptions,
+    InProcessServer,
+    ProtocolMode,
+)
 from .skills import Skill
 from .targets import (
     _HTTP,
@@ -116,6 +123,9 @@ class Client:
         auth: Any = None,
         channel_wrapper: Callable[[Channel], Channel] | None = None,
         tasks: bool = True,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_queued_notifications: int = DEFAULT_MAX_QUEUED_NOTIFICATIONS,
+        max_list_pages: int = 1000,
     ) -> None:
         options = ClientOptions(
             protocol=protocol,
@@ -131,6 +141,9 @@ class Client:
             max_input_rounds=max_input_rounds,
             channel_wrapper=channel_wrapper,
             tasks=tasks,
+            max_message_bytes=max_message_bytes,
+            max_queued_notifications=max_queued_notifications,
+            max_list_pages=max_list_pages,
         )
         kind: _Target
         # The order matters: a channel may also have connect() (SSE), a URL is a str.
@@ -217,6 +230,7 @@ class Client:
             roots=options.roots,
             on_log=options.log_handler,
             on_notification=options.notification_handler,
+            max_queued_notifications=options.max_queued_notifications,
         )
         self.log_level = options.log_level
         #: Modern multi round-trip requests give up after this many input rounds.
@@ -269,14 +283,14 @@ class Client:
         if isinstance(target, _Over):
             return target.channel
         if isinstance(target, _HTTP):
-            return await target.open(target.transport)
+            return await target.open(target.transport, self.options.max_message_bytes)
         if isinstance(target, _Memory):
             ours, theirs = memory_channel_pair()
             server = target.server
             await self._stack.enter_async_context(server.running())  # type: ignore[union-attr]
             self._server_task = asyncio.create_task(server.connect(theirs, transport="memory").run())
             return ours
-        return await target.open()
+        return await target.open(self.options.max_message_bytes)
 
     @property
     def _url(self) -> str | None:
@@ -330,7 +344,7 @@ class Client:
             target = self._target
             if not isinstance(target, _HTTP) or target.transport != "auto" or status not in (400, 404, 405):
                 raise
-            await self._switch_channel(await target.open("sse"))
+            await self._switch_channel(await target.open("sse", self.options.max_message_bytes))
             await self._initialize(version)
 
     async def _switch_channel(self, channel: Channel) -> None:
@@ -422,6 +436,12 @@ class Client:
         self._session = self._reader = self._server_task = self._stack = None
 
     # -- requests ------------------------------------------------------------
+
+    @property
+    def dropped_notifications(self) -> int:
+        """How many of the server's notifications were dropped because they arrived faster
+        than the handlers took them, past ``max_queued_notifications``."""
+        return self.handlers.dropped_notifications
 
     @property
     def is_modern(self) -> bool:
@@ -621,7 +641,7 @@ class Client:
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         result = await _tasks.call_tool(
-            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=progress
+            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=coalesced(progress)
         )
         if raise_on_error and result.is_error is True:
             text = " ".join(c.text for c in result.content if isinstance(c, t.TextContent))
@@ -661,7 +681,7 @@ class Client:
         """
         params: dict[str, Any] = {"name": name, "arguments": dict(arguments or {})}
         return await _tasks.start_tool(
-            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=progress
+            self, name, params, task=task, ttl=ttl, timeout=timeout, progress=coalesced(progress)
         )
 
     def task(self, task_id: str) -> TaskHandle:
@@ -803,7 +823,7 @@ class Client:
         items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
-        while True:
+        for _ in range(self.options.max_list_pages):
             params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
             page = await self._call(method, params, result_type)
             items.extend(getattr(page, field))
@@ -812,6 +832,10 @@ class Client:
                 return items
             seen.add(nxt)
             cursor = nxt
+        raise MCPError(
+            INVALID_REQUEST,
+            f"{method}: the server still had more pages after {self.options.max_list_pages} (max_list_pages)",
+        )
 
 
 class Subscription:

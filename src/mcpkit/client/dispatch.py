@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, TypeAlias
 
 import msgspec
@@ -22,6 +23,7 @@ __all__ = [
     "NotificationHandler",
     "RootsProvider",
     "SamplingHandler",
+    "coalesced",
 ]
 
 logger = logging.getLogger("mcpkit.client")
@@ -35,6 +37,55 @@ NotificationHandler: TypeAlias = Callable[[str, dict[str, Any]], Awaitable[None]
 
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
+
+
+class _Coalesced:
+    """A progress callback run at most once at a time (see :func:`coalesced`)."""
+
+    __slots__ = ("_callback", "_latest", "_running")
+
+    def __init__(self, callback: ProgressCallback) -> None:
+        self._callback = callback
+        self._running = False
+        self._latest: tuple[float, float | None, str | None] | None = None
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> Awaitable[None] | None:
+        if self._running:
+            self._latest = (progress, total, message)  # the newest replaces any waiting
+            return None
+        out = self._callback(progress, total, message)
+        if out is None or not inspect.isawaitable(out):
+            return out
+        self._running = True
+        return self._drain(out)
+
+    async def _drain(self, first: Awaitable[None]) -> None:
+        try:
+            pending: Awaitable[None] | None = first
+            while pending is not None:
+                try:
+                    await pending
+                except Exception:
+                    logger.exception("progress callback failed")
+                pending = None
+                if self._latest is not None:
+                    args, self._latest = self._latest, None
+                    out = self._callback(*args)
+                    pending = out if out is not None and inspect.isawaitable(out) else None
+        finally:
+            self._running = False
+
+
+def coalesced(callback: ProgressCallback | None) -> ProgressCallback | None:
+    """``callback`` such that a flood of progress cannot pile up runs of it.
+
+    A plain function runs inline, for every notification, as before. A coroutine
+    function runs one call at a time: progress that arrives while it runs is
+    coalesced, only the newest waiting, and delivered when it returns.
+    """
+    if callback is None or isinstance(callback, _Coalesced):
+        return callback
+    return _Coalesced(callback)
 
 
 class ClientHandlers:
@@ -52,7 +103,10 @@ class ClientHandlers:
         roots: RootsProvider | None = None,
         on_log: LogHandler | None = None,
         on_notification: NotificationHandler | None = None,
+        max_queued_notifications: int = 1024,
     ) -> None:
+        if max_queued_notifications < 1:
+            raise ValueError("max_queued_notifications must be positive")
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = roots
@@ -66,6 +120,15 @@ class ClientHandlers:
         #: Called on ``notifications/tools/list_changed`` (the client forgets what it
         #: learnt from ``tools/list``).
         self.on_tools_changed: list[Callable[[], None]] = []
+        #: Notifications waiting for the application's handlers, delivered one at a time, in
+        #: order; a waiting entry with a key (progress per token, list_changed per method) is
+        #: replaced by a newer one instead of queueing behind it.
+        self.max_queued_notifications = max_queued_notifications
+        self._queue: deque[list[Any]] = deque()
+        self._keyed: dict[Hashable, list[Any]] = {}
+        self._delivering = False
+        #: Notifications dropped because the queue was full (a server flooding a slow handler).
+        self.dropped_notifications = 0
 
     def expect_ack(self, subscription_id: str) -> asyncio.Future[dict[str, Any]]:
         """A future for the acknowledgement of subscription ``subscription_id``."""
@@ -136,6 +199,14 @@ class ClientHandlers:
         value = await _maybe_await(roots()) if callable(roots) else roots
         return [r if isinstance(r, t.Root) else t.Root(uri=str(r)) for r in (value or [])]
 
+    def _watched(self, params: dict[str, Any]) -> bool:
+        token = params.get("progressToken")
+        return (
+            isinstance(token, str | int)
+            and token in self.progress
+            and isinstance(params.get("progress"), int | float)
+        )
+
     async def _progress(self, params: dict[str, Any]) -> bool:
         """Pass progress for a watched token (see :attr:`progress`) to its callback."""
         token = params.get("progressToken")
@@ -159,22 +230,86 @@ class ClientHandlers:
     async def handle_notification(self, engine: Engine[Request], notification: Notification) -> None:
         """Dispatcher protocol: resolve a ``subscriptions/listen`` acknowledgement (see
         :meth:`expect_ack`), pass ``notifications/message`` to ``on_log``, then give every
-        notification to ``on_notification``."""
-        params = decode_raw(notification.params) or {}
-        if notification.method == "notifications/progress" and await self._progress(params):
+        notification to ``on_notification``.
+
+        The application's handlers see one notification at a time, in arrival order. While
+        one runs, later ones wait in a queue of at most ``max_queued_notifications``: a
+        newer progress for the same token, or a newer ``*/list_changed``, replaces the one
+        waiting; past the bound the rest are dropped and counted (a hostile server's flood
+        costs bounded memory, and the client stays responsive).
+        """
+        try:
+            raw = decode_raw(notification.params)
+        except (msgspec.DecodeError, RecursionError) as exc:  # 1e99999, nesting too deep
+            logger.debug("dropping %s with unreadable params: %s", notification.method, exc)
             return
-        if notification.method == "notifications/tools/list_changed":
-            for forget in self.on_tools_changed:
-                forget()
-        if notification.method == "notifications/subscriptions/acknowledged":
-            sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")
-            future = self._acks.pop(sid, None) if isinstance(sid, str) else None
-            if future is not None and not future.done():
-                future.set_result(params.get("notifications") or {})
-        if notification.method == "notifications/message" and self.on_log is not None:
-            await _maybe_await(self.on_log(msgspec.convert(params, t.LoggingMessageParams)))
+        params = raw if isinstance(raw, dict) else {}
+        method = notification.method
+        key: Hashable | None = None
+        if method == "notifications/progress" and self._watched(params):
+            key = ("progress", params.get("progressToken"))
+        else:
+            if method == "notifications/tools/list_changed":
+                for forget in self.on_tools_changed:
+                    forget()
+            elif method == "notifications/subscriptions/acknowledged":
+                sid = (params.get("_meta") or {}).get("io.modelcontextprotocol/subscriptionId")
+                future = self._acks.pop(sid, None) if isinstance(sid, str) else None
+                if future is not None and not future.done():
+                    future.set_result(params.get("notifications") or {})
+            if self.on_notification is None and (method != "notifications/message" or self.on_log is None):
+                return
+            if method.endswith("/list_changed"):
+                key = method
+        self._enqueue(key, method, params)
+        if self._delivering:
+            return  # the task delivering now delivers this one too, in order
+        self._delivering = True
+        try:
+            while self._queue:
+                entry = self._queue.popleft()
+                if entry[0] is not None:
+                    self._keyed.pop(entry[0], None)
+                try:
+                    await self._deliver(entry[1], entry[2])
+                except Exception:
+                    logger.exception("notification handler for %s failed", entry[1])
+        finally:
+            self._delivering = False
+
+    def _enqueue(self, key: Hashable | None, method: str, params: dict[str, Any]) -> None:
+        if key is not None:
+            waiting = self._keyed.get(key)
+            if waiting is not None:
+                waiting[2] = params  # coalesced: the newest replaces the one waiting
+                return
+        if len(self._queue) >= self.max_queued_notifications:
+            self.dropped_notifications += 1
+            if self.dropped_notifications == 1 or self.dropped_notifications % 1000 == 0:
+                logger.warning(
+                    "server notifications arrive faster than they are handled: %d dropped "
+                    "(max_queued_notifications=%d)",
+                    self.dropped_notifications,
+                    self.max_queued_notifications,
+                )
+            return
+        entry = [key, method, params]
+        self._queue.append(entry)
+        if key is not None:
+            self._keyed[key] = entry
+
+    async def _deliver(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/progress" and await self._progress(params):
+            return
+        if method == "notifications/message" and self.on_log is not None:
+            try:
+                message = msgspec.convert(params, t.LoggingMessageParams)
+            except msgspec.ValidationError as exc:
+                logger.debug("ignoring a malformed log message: %s", exc)
+            else:
+                await _maybe_await(self.on_log(message))
         if self.on_notification is not None:
-            await _maybe_await(self.on_notification(notification.method, params))
+            await _maybe_await(self.on_notification(method, params))
 
 
 def _with_defaults(result: t.ElicitResult, schema: Any) -> t.ElicitResult:

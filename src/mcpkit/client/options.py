@@ -11,9 +11,21 @@ from ..protocol import types as t
 from ..session.channel import Channel
 from .dispatch import ElicitationHandler, LogHandler, NotificationHandler, RootsProvider, SamplingHandler
 
-__all__ = ["ClientOptions", "InProcessServer", "ProtocolMode"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "DEFAULT_MAX_QUEUED_NOTIFICATIONS",
+    "ClientOptions",
+    "InProcessServer",
+    "ProtocolMode",
+]
 
 ProtocolMode = Literal["auto", "legacy", "modern"] | str
+
+#: The largest message a client accepts from a server by default: room for a
+#: sizeable embedded resource, a bound on what one hostile answer can cost.
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+#: How many of the server's notifications may wait for the application's handlers.
+DEFAULT_MAX_QUEUED_NOTIFICATIONS = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +43,9 @@ class ClientOptions:
     protocol: ProtocolMode = "auto"
     #: Sent as ``clientInfo``; mcpkit's own name and version when not given.
     client_info: t.Implementation | None = None
-    #: Seconds a request may take (``None``: no limit).
+    #: Seconds a request may take, start to answer (``None``: no limit). An overall
+    #: deadline: a server that drips its answer a byte at a time, or keeps a stream
+    #: open with progress and never answers, fails the request when it passes.
     timeout: float | None = 60.0
     #: Seconds the ``auto`` era probe waits before falling back to ``initialize``.
     probe_timeout: float = 10.0
@@ -55,6 +69,19 @@ class ClientOptions:
     #: request, so servers may answer tool calls with tasks (followed by ``call_tool``).
     #: False: they answer directly, and tools that need a task refuse with -32021.
     tasks: bool = True
+    #: The largest message accepted from the server, in bytes: a stdio line, an HTTP
+    #: JSON body, one SSE event. A larger answer fails its request with
+    #: ``MESSAGE_TOO_LARGE`` and is discarded as it streams in, never held whole.
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    #: How many of the server's notifications may wait for ``log_handler``,
+    #: ``notification_handler`` and task progress callbacks. A flood beyond it is
+    #: coalesced (a newer progress or list_changed replaces the one waiting) or
+    #: dropped (counted in ``Client.dropped_notifications``), so a slow handler
+    #: cannot make the client's memory grow without bound.
+    max_queued_notifications: int = DEFAULT_MAX_QUEUED_NOTIFICATIONS
+    #: Listing methods (``list_tools`` ...) follow at most this many pages: a server
+    #: that hands out new cursors forever cannot keep the call going.
+    max_list_pages: int = 1000
 
 
 class _Serving(Protocol):

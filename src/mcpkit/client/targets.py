@@ -37,11 +37,18 @@ class _Stdio:
             argv = [sys.executable, argv[0]]
         return argv
 
-    async def open(self) -> Channel:
+    async def open(self, max_message_bytes: int) -> Channel:
         from ..transports.stdio import open_process_channel
 
         argv = self.argv()
-        return await open_process_channel(argv[0], argv[1:], env=self.env, cwd=self.cwd, stderr=self.stderr)
+        return await open_process_channel(
+            argv[0],
+            argv[1:],
+            env=self.env,
+            cwd=self.cwd,
+            stderr=self.stderr,
+            max_line_bytes=max_message_bytes,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +59,18 @@ class _HTTP:
     #: An ``httpx.Auth``, e.g. ``mcpkit.auth.OAuthClientAuth``.
     auth: Any = None
 
-    async def open(self, transport: str) -> Channel:
+    async def open(self, transport: str, max_message_bytes: int) -> Channel:
         from ..transports.http_client import SSEClientChannel, StreamableHTTPChannel
 
         if transport == "sse":
-            sse = SSEClientChannel(self.url, headers=self.headers, auth=self.auth)
+            sse = SSEClientChannel(
+                self.url, headers=self.headers, auth=self.auth, max_message_bytes=max_message_bytes
+            )
             await sse.connect()
             return sse
-        return StreamableHTTPChannel(self.url, headers=self.headers, auth=self.auth)
+        return StreamableHTTPChannel(
+            self.url, headers=self.headers, auth=self.auth, max_message_bytes=max_message_bytes
+        )
 
 
 @dataclass(frozen=True, slots=True)

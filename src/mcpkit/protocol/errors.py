@@ -15,6 +15,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MESSAGE_TOO_LARGE",
     "METHOD_NOT_FOUND",
     "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
@@ -54,6 +55,9 @@ REQUEST_TIMEOUT = -1001
 REQUEST_CANCELLED = -1002
 #: An HTTP exchange failed (connection refused, a status with no JSON-RPC answer).
 HTTP_TRANSPORT_ERROR = -1003
+#: A message from the peer is larger than this side accepts (the client's
+#: ``max_message_bytes``): it was discarded unread; ``data.limit`` is the limit.
+MESSAGE_TOO_LARGE = -1004
 
 
 class MCPError(Exception):

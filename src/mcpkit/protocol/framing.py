@@ -21,15 +21,17 @@ class Oversized:
     """A line that exceeded the limit and was discarded.
 
     ``head`` keeps its first bytes, enough to find the request id so the error
-    answer can still be correlated. All instances compare equal.
+    answer can still be correlated; ``limit`` is the limit it exceeded (0:
+    unknown). All instances compare equal.
     """
 
-    __slots__ = ("head",)
+    __slots__ = ("head", "limit")
 
     HEAD_BYTES: Final = 256
 
-    def __init__(self, head: bytes = b"") -> None:
+    def __init__(self, head: bytes = b"", limit: int = 0) -> None:
         self.head = head
+        self.limit = limit
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Oversized)
@@ -70,7 +72,7 @@ class LineFramer:
             if self._discarding:
                 self._discarding = False
                 self._buffer.clear()
-                out.append(Oversized(self._head))
+                out.append(Oversized(self._head, self.max_line_bytes))
                 self._head = b""
             else:
                 if self._buffer:
@@ -93,7 +95,7 @@ class LineFramer:
         # The limit counts a trailing \r, as the buffer did while the line was
         # incomplete, so the verdict never depends on where chunks split.
         if len(line) > self.max_line_bytes:
-            out.append(Oversized(line[: Oversized.HEAD_BYTES]))
+            out.append(Oversized(line[: Oversized.HEAD_BYTES], self.max_line_bytes))
             return
         if line.endswith(b"\r"):
             line = line[:-1]
@@ -109,7 +111,7 @@ class LineFramer:
         """The stream ended: return a final unterminated line, if any."""
         out: list[bytes | Oversized] = []
         if self._discarding:
-            out.append(Oversized(self._head))
+            out.append(Oversized(self._head, self.max_line_bytes))
             self._head = b""
         elif self._buffer:
             self._emit(bytes(self._buffer), out)

@@ -31,6 +31,7 @@ from ..protocol import jsonrpc
 from ..protocol.errors import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    MESSAGE_TOO_LARGE,
     REQUEST_TIMEOUT,
     MCPError,
     ProtocolError,
@@ -256,9 +257,10 @@ class Engine(Generic[Req]):
     def feed(self, line: bytes | Oversized) -> None:
         """Process one inbound line now: decode its envelope and dispatch it."""
         if isinstance(line, Oversized):
-            self._send_error(
-                _id_in_head(line.head), INVALID_REQUEST, "Invalid Request: message exceeds the maximum size"
-            )
+            rid = _id_in_head(line.head)
+            if rid is not None and self._fail_oversized(rid, line):
+                return
+            self._send_error(rid, INVALID_REQUEST, "Invalid Request: message exceeds the maximum size")
             return
         # Only an array can be a batch: the dispatcher is asked only then.
         first = line[:1]
@@ -275,6 +277,23 @@ class Engine(Generic[Req]):
             self._spawn(self._run_batch(message))
         else:
             self.feed_message(message)
+
+    def _fail_oversized(self, rid: RequestId, line: Oversized) -> bool:
+        """An over-long *response* to one of our requests fails that request now (a hostile
+        or broken peer); without this it would wait for its deadline. False when the line
+        is not such a response (it has a method, or names no request of ours)."""
+        fut = self._pending.get(rid)
+        if fut is None or fut.done() or b'"method"' in line.head:
+            return False
+        limit = f" of {line.limit} bytes" if line.limit else ""
+        fut.set_exception(
+            MCPError(
+                MESSAGE_TOO_LARGE,
+                f"the response exceeds the maximum message size{limit} (max_message_bytes) and was discarded",
+                {"limit": line.limit},
+            )
+        )
+        return True
 
     def feed_message(self, message: jsonrpc.Message) -> None:
         """Process one message whose envelope is already decoded."""

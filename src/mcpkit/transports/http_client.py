@@ -18,20 +18,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
 
 from ..protocol import http as h
 from ..protocol import jsonrpc
-from ..protocol.errors import HTTP_TRANSPORT_ERROR, MCPError
-from ..protocol.framing import Oversized
+from ..protocol.errors import HTTP_TRANSPORT_ERROR, MESSAGE_TOO_LARGE, MCPError
+from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, Oversized
+from .sse_reader import SSEEvent, SSEEventTooLarge, SSEParser
 
-__all__ = ["HTTPTransportError", "SSEClientChannel", "StreamableHTTPChannel"]
+__all__ = ["HTTPTransportError", "MessageTooLarge", "SSEClientChannel", "StreamableHTTPChannel"]
 
 logger = logging.getLogger("mcpkit.client.http")
 
@@ -44,6 +44,19 @@ class HTTPTransportError(Exception):
     """The HTTP exchange itself failed (status, connection)."""
 
 
+class MessageTooLarge(HTTPTransportError):
+    """A response body or SSE event from the server is larger than ``max_message_bytes``."""
+
+    def __init__(self, what: str, limit: int) -> None:
+        super().__init__(f"{what} exceeds the client's max_message_bytes ({limit} bytes)")
+        self.limit = limit
+
+
+# Past this many messages read from the server and not yet taken by the session,
+# SSE streams stop being read (TCP pushes back on the server) until it catches up.
+_INBOX_HIGH_WATER = 1024
+
+
 class _Envelope(msgspec.Struct):
     id: int | str | msgspec.UnsetType | None = msgspec.UNSET
     method: str | msgspec.UnsetType = msgspec.UNSET
@@ -53,6 +66,19 @@ class _Envelope(msgspec.Struct):
 
 
 _envelope = msgspec.json.Decoder(_Envelope)
+
+
+class _Reply(msgspec.Struct):
+    """What is read of a message from the server: never its params, which a hostile
+    server may nest deeper than the decoder can recurse (RecursionError, not DecodeError)."""
+
+    id: int | str | msgspec.UnsetType | None = msgspec.UNSET
+    method: str | msgspec.UnsetType = msgspec.UNSET
+    result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+    error: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+_reply = msgspec.json.Decoder(_Reply)
 
 #: Methods whose Mcp-Name header mirrors a param, and which param: 2026-07-28
 #: streamable-http "Standard Request Headers"; tasks/* carry the task id, so
@@ -73,6 +99,10 @@ def _transport_error(request_id: int | str | None, status: int | None, message: 
     return jsonrpc.encode_error(request_id, HTTP_TRANSPORT_ERROR, message, {"status": status})
 
 
+def _too_large_error(request_id: int | str | None, message: str, limit: int) -> bytes:
+    return jsonrpc.encode_error(request_id, MESSAGE_TOO_LARGE, message, {"limit": limit})
+
+
 class _ChannelBase:
     """Inbox plumbing shared by both client transports."""
 
@@ -82,8 +112,14 @@ class _ChannelBase:
         headers: Mapping[str, str] | None,
         http: httpx.AsyncClient | None,
         auth: httpx.Auth | None = None,
+        max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
+        if max_message_bytes < 1:
+            raise ValueError("max_message_bytes must be positive")
         self.url = url
+        #: The largest JSON body or SSE event accepted from the server (hostile servers:
+        #: a bigger one fails the request it answers, it is never buffered whole).
+        self.max_message_bytes = max_message_bytes
         self.headers = dict(headers or {})
         self._own_http = http is None
         # Redirects are not followed: OAuth flows follow (and re-check) their own.
@@ -91,6 +127,8 @@ class _ChannelBase:
             timeout=httpx.Timeout(30.0, read=None), follow_redirects=False, auth=auth
         )
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._room = asyncio.Event()
+        self._room.set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.closed = False
 
@@ -98,12 +136,41 @@ class _ChannelBase:
         if not self.closed:
             self._inbox.put_nowait(data)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
+    async def _deliver(self, data: bytes) -> None:
+        """Push a message read from a stream; wait while the session is behind."""
+        self._push(data)
+        if self._inbox.qsize() >= _INBOX_HIGH_WATER:
+            self._room.clear()
+            await self._room.wait()
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """The body, refused (:class:`MessageTooLarge`) as soon as it passes the limit."""
+        limit = self.max_message_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise MessageTooLarge(f"the response body ({declared} bytes)", limit)
+        body = bytearray()
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) > limit:
+                raise MessageTooLarge("the response body", limit)
+        return bytes(body)
+
+    async def _events(self, response: httpx.Response) -> Any:
+        """The SSE events of ``response``, each at most ``max_message_bytes``."""
+        parser = SSEParser(self.max_message_bytes)
+        async for chunk in response.aiter_bytes():
+            for event in parser.feed(chunk):
+                yield event
 
     async def read(self) -> list[bytes | Oversized] | None:
+        self._room.set()
         item = await self._inbox.get()
         if item is None:
             self._inbox.put_nowait(None)
@@ -115,6 +182,7 @@ class _ChannelBase:
                 self._inbox.put_nowait(None)
                 break
             batch.append(nxt)
+        self._room.set()
         return batch
 
     async def drain(self) -> None:
@@ -128,6 +196,7 @@ class _ChannelBase:
             with contextlib.suppress(BaseException):
                 await task
         self._inbox.put_nowait(None)
+        self._room.set()
         if self._own_http:
             await self.http.aclose()
 
@@ -144,8 +213,9 @@ class StreamableHTTPChannel(_ChannelBase):
         auth: httpx.Auth | None = None,
         max_reconnects: int = 5,
         default_retry_ms: int = 1000,
+        max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
-        super().__init__(url, headers, http, auth)
+        super().__init__(url, headers, http, auth, max_message_bytes)
         #: Set after ``initialize`` (legacy): sent as MCP-Protocol-Version.
         self.protocol_version: str | None = None
         self.session_id: str | None = None
@@ -156,12 +226,36 @@ class StreamableHTTPChannel(_ChannelBase):
         self.max_reconnects = max_reconnects
         self.default_retry_ms = default_retry_ms
         self._get_task: asyncio.Task[None] | None = None
+        #: The POST of each outbound request still open, by request id.
+        self._requests: dict[int | str, asyncio.Task[Any]] = {}
 
     def write(self, data: bytes, related: int | str | None = None) -> None:
-        if not self.closed:
-            self._spawn(self._post(data))
+        if self.closed:
+            return
+        cancelled = _cancelled_id(data)
+        if cancelled is not None:
+            # The session gave up on that request (its deadline passed, or the caller
+            # cancelled): stop reading its stream, whatever the server still sends.
+            posting = self._requests.pop(cancelled, None)
+            if posting is not None:
+                posting.cancel()
+        task = self._spawn(self._post(data))
+        rid = _outbound_request_id(data)
+        if rid is not None:
+            self._requests[rid] = task
+            task.add_done_callback(lambda done: self._forget(rid, done))
+
+    def _forget(self, rid: int | str, task: asyncio.Task[Any]) -> None:
+        if self._requests.get(rid) is task:
+            del self._requests[rid]
 
     def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
+        if request_id is None and error is not None:
+            # An error about something unreadable the server sent (garbage on a stream):
+            # it names no request, so POSTing it back helps nobody and would let a
+            # server that streams garbage make us send one request per message.
+            logger.debug("not sending %s to the server: %s", error.code, error.message)
+            return
         self.write(data)
 
     # -- POST ----------------------------------------------------------------
@@ -223,6 +317,9 @@ class StreamableHTTPChannel(_ChannelBase):
                     state: dict[str, Any] = {}
                     if await self._consume(response, request_id, state) or not is_request:
                         return
+                    if state.get("too_large"):
+                        self._push(_too_large_error(request_id, state["too_large"], self.max_message_bytes))
+                        return
                     if not modern:
                         # Legacy: resume where the stream broke (2025-11-25 "Resumability").
                         await self._resume(state, request_id)
@@ -233,7 +330,7 @@ class StreamableHTTPChannel(_ChannelBase):
                         return
                     self._push(_transport_error(request_id, None, "stream ended before the response"))
                     return
-                body = await response.aread()
+                body = await self._read_body(response)
                 if response.status_code >= 400:
                     self.last_status = response.status_code
                 if ctype == "application/json" and body:
@@ -246,14 +343,18 @@ class StreamableHTTPChannel(_ChannelBase):
                             f"HTTP {response.status_code} from {self.url}",
                         )
                     )
+        except MessageTooLarge as exc:
+            logger.warning("%s from %s", exc, self.url)
+            if is_request:
+                self._push(_too_large_error(request_id, f"{exc} (from {self.url})", exc.limit))
         except httpx.HTTPError as exc:
             if is_request:
                 self._push(_transport_error(request_id, None, f"HTTP request failed: {exc}"))
 
     def _push_answer(self, body: bytes, request_id: int | str | None, status: int) -> None:
         try:
-            reply = _envelope.decode(body)
-        except msgspec.DecodeError:
+            reply: _Reply | None = _reply.decode(body)
+        except (msgspec.DecodeError, RecursionError):
             reply = None
         if reply is None or (
             isinstance(reply.result, msgspec.UnsetType) and not _is_error_object(reply.error)
@@ -278,20 +379,26 @@ class StreamableHTTPChannel(_ChannelBase):
         """Forward an SSE stream's messages; True once the answer to ``request_id`` came."""
         state = state if state is not None else {}
         answered = False
-        event: ServerSentEvent
-        async for event in EventSource(response).aiter_sse():
-            if event.id:
-                state["last_id"] = event.id
-            if event.retry is not None:
-                state["retry"] = event.retry
-            if not event.data:
-                continue  # priming event: only an id and a retry interval
-            data = event.data.encode()
-            self._push(data)
-            if request_id is not None and not answered:
-                with contextlib.suppress(msgspec.DecodeError):
-                    reply = _envelope.decode(data)
-                    answered = reply.id == request_id and isinstance(reply.method, msgspec.UnsetType)
+        event: SSEEvent
+        try:
+            async for event in self._events(response):
+                if event.id:
+                    state["last_id"] = event.id
+                if event.retry is not None:
+                    state["retry"] = event.retry
+                if not event.data:
+                    continue  # priming event: only an id and a retry interval
+                data = event.data.encode()
+                await self._deliver(data)
+                if request_id is not None and not answered:
+                    with contextlib.suppress(msgspec.DecodeError, RecursionError):
+                        reply = _reply.decode(data)
+                        answered = reply.id == request_id and isinstance(reply.method, msgspec.UnsetType)
+        except SSEEventTooLarge as exc:
+            # The stream cannot be read past the event: it is given up, not resumed.
+            logger.warning("%s, from %s", exc, self.url)
+            state["too_large"] = f"{exc} (from {self.url})"
+            state.pop("last_id", None)
         state["answered"] = answered
         return answered
 
@@ -311,9 +418,13 @@ class StreamableHTTPChannel(_ChannelBase):
                         break
                     if await self._consume(response, request_id, state):
                         return
+                    if state.get("too_large"):
+                        break
             except httpx.HTTPError:
                 continue
-        if request_id is not None:
+        if request_id is not None and state.get("too_large"):
+            self._push(_too_large_error(request_id, state["too_large"], self.max_message_bytes))
+        elif request_id is not None:
             self._push(_transport_error(request_id, None, "stream ended before the response"))
 
     def start_listening(self) -> None:
@@ -342,6 +453,8 @@ class StreamableHTTPChannel(_ChannelBase):
                     else:
                         failures = 0
                         await self._consume(response, None, state)
+                        if state.pop("too_large", None):
+                            failures += 1
             except httpx.HTTPError:
                 failures += 1
             await asyncio.sleep(state.get("retry", self.default_retry_ms) / 1000)
@@ -369,8 +482,9 @@ class SSEClientChannel(_ChannelBase):
         http: httpx.AsyncClient | None = None,
         auth: httpx.Auth | None = None,
         connect_timeout: float = 10.0,
+        max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
-        super().__init__(url, headers, http, auth)
+        super().__init__(url, headers, http, auth, max_message_bytes)
         self.endpoint: str | None = None
         self.connect_timeout = connect_timeout
         self._ready = asyncio.Event()
@@ -394,7 +508,7 @@ class SSEClientChannel(_ChannelBase):
             async with self.http.stream("GET", self.url, headers=headers) as response:
                 if response.status_code != 200:
                     return
-                async for event in EventSource(response).aiter_sse():
+                async for event in self._events(response):
                     if event.event == "endpoint":
                         endpoint = urljoin(self.url, event.data.strip())
                         if _origin(endpoint) != _origin(self.url):
@@ -404,7 +518,11 @@ class SSEClientChannel(_ChannelBase):
                         self.endpoint = endpoint
                         self._ready.set()
                     elif event.data:
-                        self._push(event.data.encode())
+                        await self._deliver(event.data.encode())
+        except SSEEventTooLarge as exc:
+            # One stream carries every answer: past an event too large to read, none can
+            # be trusted to come. The connection ends; pending requests fail.
+            logger.warning("%s; closing the connection to %s", exc, self.url)
         except httpx.HTTPError as exc:
             logger.debug("SSE stream ended: %s", exc)
         finally:
@@ -416,6 +534,9 @@ class SSEClientChannel(_ChannelBase):
             self._spawn(self._post(data))
 
     def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
+        if request_id is None and error is not None:
+            logger.debug("not sending %s to the server: %s", error.code, error.message)
+            return  # as for Streamable HTTP: an error naming no request is not POSTed back
         self.write(data)
 
     async def _post(self, data: bytes) -> None:
@@ -448,6 +569,35 @@ def _request_id(message: _Envelope) -> int | str | None:
     if isinstance(message.method, msgspec.UnsetType) or not isinstance(message.id, int | str):
         return None
     return message.id
+
+
+class _Cancelled(msgspec.Struct):
+    method: str
+    params: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+_cancelled = msgspec.json.Decoder(_Cancelled)
+
+
+def _cancelled_id(data: bytes) -> int | str | None:
+    """The request a ``notifications/cancelled`` we send names (None for anything else)."""
+    if b'"notifications/cancelled"' not in data:
+        return None
+    try:
+        note = _cancelled.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if note.method != "notifications/cancelled" or not isinstance(note.params, dict):
+        return None
+    rid = note.params.get("requestId")
+    return rid if isinstance(rid, int | str) else None
+
+
+def _outbound_request_id(data: bytes) -> int | str | None:
+    try:
+        return _request_id(_envelope.decode(data))
+    except msgspec.DecodeError:
+        return None
 
 
 def _origin(url: str) -> tuple[str, str]:

@@ -32,6 +32,9 @@ _HOLD_SPIN_S = 0.0005
 _HOLD_SLOW_AFTER_S = 1.0
 # How long ``close`` lets held answers wait for the peer before writing them anyway.
 _HOLD_CLOSE_S = 1.0
+# Errors naming no request (answers to garbage) are not written to a server whose
+# stdin already holds this much we wrote and it has not read.
+_UNREAD_ERRORS_HIGH_WATER = 64 * 1024
 # Past this many requests with notifications and no answer yet (cancelled requests never
 # answer), the ones whose notifications the peer has read are forgotten.
 _NOTED_PRUNE = 256
@@ -451,6 +454,19 @@ class ProcessChannel(_PipeChannel):
     @property
     def pid(self) -> int:
         return self._transport.get_pid()
+
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
+        # An error about garbage the server printed (it names no request) is dropped while
+        # the server is not reading its stdin: one such answer per line of garbage from a
+        # server that never reads would otherwise pile up in our write buffer for ever.
+        if (
+            request_id is None
+            and error is not None
+            and self._stdin is not None
+            and self._stdin.get_write_buffer_size() > _UNREAD_ERRORS_HIGH_WATER
+        ):
+            return
+        super().respond(request_id, data, error)
 
     @property
     def returncode(self) -> int | None:
