@@ -105,6 +105,9 @@ class Session:
                 old, self.client = self.client, None
                 with contextlib.suppress(Exception):
                     await old.close()
+            if self is self.pool.default:
+                # The default session (lists, subscriptions) uses ``credentials(None)``.
+                self.credentials = await self.pool.resolve(None)
             client = self.pool.target.make(self.credentials)
             self._install(client)
             try:
@@ -198,18 +201,25 @@ class Pool:
         """The session for the caller of ``ctx``: its credentials' own, or the default one."""
         if self.credentials is None:
             return self.default
-        given = self.credentials(ctx.principal)
-        if asyncio.iscoroutine(given) or isinstance(given, Awaitable):
-            given = await given
-        if not given:
+        given = await self.resolve(ctx.principal)
+        if not given or given == self.default.credentials:
             return self.default
-        key = tuple(sorted((str(k), str(v)) for k, v in dict(given).items()))
+        key = tuple(sorted(given.items()))
         session = self.sessions.get(key)
         if session is None:
             session = self.sessions[key] = Session(self, dict(key))
             await self._evict()
         self.sessions.move_to_end(key)
         return session
+
+    async def resolve(self, principal: Any) -> dict[str, str] | None:
+        """``credentials(principal)``, awaited when it is a coroutine function's."""
+        if self.credentials is None:
+            return None
+        given = self.credentials(principal)
+        if isinstance(given, Awaitable):
+            given = await given
+        return {str(k): str(v) for k, v in given.items()} if given else None
 
     async def _evict(self) -> None:
         """Close the least recently used idle sessions beyond ``max_sessions``."""
