@@ -10,7 +10,7 @@ REDIS_PORT ?= 6379
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis,docs,otel,servers-sql,servers-fetch,openapi]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,http,redis,docs,otel,servers-sql,servers-fetch,openapi,speed]'
 	touch $(STAMP)
 
 # The Inspector, connected to the example weather server; it prints the URL to open.

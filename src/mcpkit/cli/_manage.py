@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from ..transports.loop import run as run_loop
 from ._connect import ProcessWatch, StderrTail, connect_error, make_client, request_error
 from ._hostfiles import HOSTS, ConfigDocument, HostKind, known_config_files
 from ._output import (
@@ -444,7 +445,7 @@ def cmd_config_check(args: argparse.Namespace, console: Console) -> int:
                 raise
             if "no server list" not in exc.message:
                 plan.append((label, path, exc))
-    return asyncio.run(_check(plan, explicit, args, console))
+    return run_loop(_check(plan, explicit, args, console))
 
 
 async def _check(

@@ -10,7 +10,6 @@ worker processes (:mod:`mcpkit.cli.workers`).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import errno
 import logging
@@ -19,6 +18,7 @@ import socket
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..transports.loop import run as run_loop
 from ._output import EXIT_ERROR, CLIError, Console
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def serve_http_command(args: argparse.Namespace, server: MCPServer, console: Con
         logging.basicConfig(level=logging.WARNING)  # as server.run() does
         try:
             with contextlib.suppress(KeyboardInterrupt):
-                asyncio.run(serve_http(server, host=args.host, port=port, sockets=[sock], **settings))
+                run_loop(serve_http(server, host=args.host, port=port, sockets=[sock], **settings))
         finally:
             sock.close()
         return 0

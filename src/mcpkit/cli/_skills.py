@@ -18,6 +18,7 @@ import base64
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..transports.loop import run as run_loop
 from ._connect import connected, request_error
 from ._output import EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, CLIError, Console, Spinner
 
@@ -83,7 +84,7 @@ def cmd_skills_list(args: argparse.Namespace, console: Console) -> int:
     target, words = _words(args, 0, "")
     if words:
         raise CLIError(f"unexpected arguments: {' '.join(words)}", EXIT_USAGE, hint=_USAGE[args.cmd])
-    return asyncio.run(_list(target, args, console))
+    return run_loop(_list(target, args, console))
 
 
 async def _list(target: Target, args: argparse.Namespace, console: Console) -> int:
@@ -134,15 +135,15 @@ def cmd_skills_get(args: argparse.Namespace, console: Console) -> int:
             raise CLIError("--all exports every skill: give no NAME", EXIT_USAGE, hint=_USAGE[args.cmd])
         if not args.out or args.file:
             raise CLIError("--all needs --out DIR (and no --file)", EXIT_USAGE, hint=_USAGE[args.cmd])
-        return asyncio.run(_export(target, None, args, console))
+        return run_loop(_export(target, None, args, console))
     target, words = _words(args, 1, "NAME")
     if len(words) > 1:
         raise CLIError(f"unexpected arguments: {' '.join(words[1:])}", EXIT_USAGE, hint=_USAGE[args.cmd])
     if args.file and args.out:
         raise CLIError("give --file or --out, not both", EXIT_USAGE, hint=_USAGE[args.cmd])
     if args.out:
-        return asyncio.run(_export(target, words[0], args, console))
-    return asyncio.run(_get(target, words[0], args, console))
+        return run_loop(_export(target, words[0], args, console))
+    return run_loop(_get(target, words[0], args, console))
 
 
 async def _get(target: Target, name: str, args: argparse.Namespace, console: Console) -> int:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..protocol.tasks import TERMINAL, DetailedTask
+from ..transports.loop import run as run_loop
 from ._connect import connected, request_error
 from ._output import EXIT_OK, EXIT_PROTOCOL, EXIT_TERMINATED, EXIT_USAGE, CLIError, Console, Spinner
 from ._target import Target
@@ -285,7 +286,7 @@ async def _get(client: Client, task_id: str, what: str) -> DetailedTask:
 
 def cmd_task_get(args: argparse.Namespace, console: Console) -> int:
     target, task_id = _task_words(args)
-    return asyncio.run(_task_get(target, task_id, args, console))
+    return run_loop(_task_get(target, task_id, args, console))
 
 
 async def _task_get(target: Target, task_id: str, args: argparse.Namespace, console: Console) -> int:
@@ -346,7 +347,7 @@ def _describe_request(request: Any) -> str:
 
 def cmd_task_cancel(args: argparse.Namespace, console: Console) -> int:
     target, task_id = _task_words(args)
-    return asyncio.run(_task_cancel(target, task_id, args, console))
+    return run_loop(_task_cancel(target, task_id, args, console))
 
 
 async def _task_cancel(target: Target, task_id: str, args: argparse.Namespace, console: Console) -> int:
@@ -375,7 +376,7 @@ async def _task_cancel(target: Target, task_id: str, args: argparse.Namespace, c
 
 def cmd_task_wait(args: argparse.Namespace, console: Console) -> int:
     target, task_id = _task_words(args)
-    return asyncio.run(_task_wait(target, task_id, args, console))
+    return run_loop(_task_wait(target, task_id, args, console))
 
 
 async def _task_wait(target: Target, task_id: str, args: argparse.Namespace, console: Console) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
+from ..transports.loop import run as run_loop
 from ._connect import connected, request_error, server_summary
 from ._output import EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL, EXIT_USAGE, CLIError, Console, Spinner
 from ._target import (
@@ -191,7 +192,7 @@ async def _user_paced(
 
 
 def _run(coro: Coroutine[Any, Any, int]) -> int:
-    return asyncio.run(coro)
+    return run_loop(coro)
 
 
 def _b64_size(data: str) -> int:
@@ -559,7 +560,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             else:
                 console.warn(f"the inspector cannot pass {key} to the server yet; set it in the page")
     try:
-        asyncio.run(run_inspector(target.client_target if target else None, **options))
+        run_loop(run_inspector(target.client_target if target else None, **options))
     except ValueError as exc:
         raise CLIError(str(exc), EXIT_USAGE) from None
     except OSError as exc:

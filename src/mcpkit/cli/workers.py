@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from ..transports.http.settings import HTTPSettings
+from ..transports.loop import uvicorn_loop
 
 __all__ = [
     "ENV_REDIS_URL",
@@ -164,6 +165,9 @@ def serve_http_workers(
         lifespan="on",
         access_log=False,
         timeout_graceful_shutdown=int(grace) + 1,
+        # Each worker process starts its own loop (uvicorn's runner, not ours): the same
+        # choice as mcpkit.transports.loop.run, so MCPKIT_LOOP holds for the workers too.
+        loop=uvicorn_loop(),
     )
     if sock is None:
         try:

@@ -14,6 +14,7 @@ import webbrowser
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..transports.loop import run as run_loop
 from ._api import PROTOCOL_CHOICES, spec_from_target
 from ._events import EventHub
 from ._session import InspectorSession
@@ -207,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:
-        asyncio.run(
+        run_loop(
             run_inspector(
                 target,
                 host=options.host,

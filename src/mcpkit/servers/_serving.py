@@ -5,7 +5,6 @@ port bound with ``--port 0`` can be announced)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import ipaddress
 import socket
@@ -13,6 +12,7 @@ import sys
 from typing import Any
 
 from ..server import MCPServer
+from ..transports.loop import run as run_loop
 
 __all__ = ["add_serving_arguments", "is_loopback", "serve"]
 
@@ -83,7 +83,7 @@ def serve(
     )
     try:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_http(server, host=host, port=bound, sockets=[sock], **http_options))
+            run_loop(serve_http(server, host=host, port=bound, sockets=[sock], **http_options))
     finally:
         sock.close()
     return 0

@@ -45,6 +45,7 @@ from typing import Any
 
 import httpx
 
+from ..transports.loop import run as run_loop
 from ._uvicorn import bound_port, start_server, stop_server
 
 __all__ = ["ProxiedRequest", "RoundRobinProxy"]
@@ -367,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         "--access-log", action="store_true", help="print one line per request: METHOD path -> backend status"
     )
     args = parser.parse_args(argv)
-    asyncio.run(_serve(args.backends, args.host, args.port, args.access_log))
+    run_loop(_serve(args.backends, args.host, args.port, args.access_log))
     return 0
 
 

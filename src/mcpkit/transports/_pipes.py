@@ -197,7 +197,9 @@ def _unread_probe(out: asyncio.WriteTransport | None) -> Callable[[], int] | Non
     """
     if out is None or not sys.platform.startswith("linux"):
         return None
-    pipe = out.get_extra_info("pipe")
+    # asyncio names the pipe (or socket) "pipe"; uvloop's subprocess pipes are socket pairs
+    # and only name a "socket" (a pseudo-socket with the descriptor).
+    pipe = out.get_extra_info("pipe") or out.get_extra_info("socket")
     try:
         fd = pipe.fileno()
         mode = os.fstat(fd).st_mode

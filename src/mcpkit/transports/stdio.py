@@ -15,7 +15,7 @@ import signal
 import stat
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..protocol.errors import MCPError
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, Oversized
@@ -348,8 +348,10 @@ async def open_stdio_channel(
             lambda: _ReadProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
         )
         # asyncio reads 256 KiB at a time; a fresh buffer that size per message
-        # costs an mmap/munmap pair, while 64 KiB stays on the heap.
-        read_transport.max_size = _READ_SIZE  # type: ignore[attr-defined]
+        # costs an mmap/munmap pair, while 64 KiB stays on the heap. (uvloop's
+        # transports have no such attribute: libuv reads into one reused buffer.)
+        if hasattr(read_transport, "max_size"):
+            read_transport.max_size = _READ_SIZE
     out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=protect_stdout)
     write_protocol = _WriteProtocol()
     transport: asyncio.WriteTransport
@@ -401,10 +403,11 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         self.transport: asyncio.SubprocessTransport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.SubprocessTransport)
+        # No isinstance checks against asyncio's transport classes: uvloop's transports
+        # implement them without being registered as their subclasses.
+        transport = cast(asyncio.SubprocessTransport, transport)
         self.transport = transport
-        pipe = transport.get_pipe_transport(1)
-        assert isinstance(pipe, asyncio.ReadTransport)
+        pipe = cast(asyncio.ReadTransport, transport.get_pipe_transport(1))
         self.reader.pause = pipe.pause_reading
         self.reader.resume = pipe.resume_reading
 
@@ -444,8 +447,9 @@ class ProcessChannel(_PipeChannel):
     def __init__(
         self, transport: asyncio.SubprocessTransport, protocol: _ProcessProtocol, terminate_timeout: float
     ) -> None:
-        stdin = transport.get_pipe_transport(0)
-        self._stdin = stdin if isinstance(stdin, asyncio.WriteTransport) else None
+        # get_pipe_transport(0) is the stdin pipe's transport or None; not an isinstance
+        # check (uvloop's transports are not registered as asyncio.WriteTransport).
+        self._stdin = cast("asyncio.WriteTransport | None", transport.get_pipe_transport(0))
         super().__init__(protocol.reader, self._stdin)
         self._transport = transport
         self._protocol = protocol

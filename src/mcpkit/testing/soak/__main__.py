@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import re
 import sys
 from pathlib import Path
 
+from ...transports.loop import run as run_loop
 from .run import SoakConfig, run_soak
 
 
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
     config = SoakConfig(args.duration, args.warmup, args.fault_gap, args.out, seed=args.seed)
-    report = asyncio.run(run_soak(config))
+    report = run_loop(run_soak(config))
     print(report.markdown)
     print(f"written to {args.out / 'soak.md'}", file=sys.stderr)
     return 0 if report.ok else 1
