@@ -761,12 +761,16 @@ class MCPServer:
 
         ``"http"`` serves Streamable HTTP at ``/mcp`` and the legacy HTTP+SSE
         endpoints (``/sse``) together; ``"sse"`` is the same server, named for
-        code written for older SDKs.
+        code written for older SDKs. The event loop is uvloop when it is installed
+        (``mcpkit[speed]``), else asyncio's; ``MCPKIT_LOOP`` forces one
+        (:mod:`mcpkit.transports.loop`).
         """
+        from ..transports.loop import run as run_loop
+
         logging.basicConfig(level=logging.WARNING)
         if transport == "stdio":
             with contextlib.suppress(KeyboardInterrupt):
-                asyncio.run(self.serve_stdio())
+                run_loop(self.serve_stdio())
             return
         if transport not in ("http", "streamable-http", "sse"):
             raise ValueError(f"unknown transport {transport!r} (stdio, http, sse)")
@@ -777,4 +781,4 @@ class MCPServer:
             # run() is a program's last line: say what to install, not a traceback.
             raise SystemExit(f"{self.name}: {problem}")
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve_http(self, host=host, port=port, **settings))
+            run_loop(serve_http(self, host=host, port=port, **settings))
