@@ -615,3 +615,25 @@ async def test_older_revisions_get_the_frontmatter_verbatim_too(tmp_path: Path, 
     peer = await peers(server, "2025-03-26")
     entry = (await peer.result("skills/list"))["skills"][0]
     assert entry["frontmatter"] == {"name": "old", "description": "d", "title": "Old", "icons": ["x"]}
+
+
+async def test_a_longer_skill_md_is_listed_with_its_new_size(
+    skills_dir: Path, tmp_path: Path, peers: Any
+) -> None:
+    archive = tmp_path / "pkg.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("skills/zipped/SKILL.md", skill_md("zipped"))
+    server = MCPServer("mixed")
+    server.add_skills(zipfile.Path(archive, "skills/"), settings=SkillSettings(refresh_interval=0))
+    server.add_skills(skills_dir)
+    peer = await peers(server, LEGACY)
+    assert server.skills is not None
+    assert await server.skills.refresh() is False  # mixed sources: nothing changed, nothing announced
+    await peer.result("ping")
+    assert peer.notes == []
+    (skills_dir / "alpha" / "SKILL.md").write_text(ALPHA_MD + "One more line.\n")
+    await peer.result("skills/list")  # (checks for edits happen on skills/* requests and skill reads)
+    listed = {r["uri"]: r for r in (await peer.result("resources/list"))["resources"]}
+    assert listed["skill://alpha/SKILL.md"]["size"] == len(ALPHA_MD) + len("One more line.\n")
+    assert list(listed)[:2] == ["skill://zipped/SKILL.md", "skill://alpha/SKILL.md"]  # order kept
+    assert "notifications/resources/list_changed" in [n["method"] for n in peer.notes]

@@ -122,7 +122,8 @@ class SkillSet:
             s.include_hidden,
             s.exclude,
         )
-        self._sources: list[tuple[Path | Traversable, tuple[str, ...]]] = []
+        #: Each source, its prefix, and for a package's resources (read once) the URIs it gave.
+        self._sources: list[tuple[Path | Traversable, tuple[str, ...], list[str]]] = []
         #: SKILL.md URI -> skill, in the order they were added.
         self._skills: dict[str, ScannedSkill] = {}
         self._entries: list[Skill] = []
@@ -149,7 +150,8 @@ class SkillSet:
             if skill.uri in skills:
                 raise SkillError(f"{skill.uri} is served twice (the second from {source})")
             skills[skill.uri] = skill
-        self._sources.append((where, segments))
+        static = [] if isinstance(where, Path) else [skill.uri for skill in found]
+        self._sources.append((where, segments, static))
         self._apply(skills)
         self._server.declare_extension(
             SKILLS_EXTENSION, {"directoryRead": True} if self.settings.directory_read else {}
@@ -208,9 +210,10 @@ class SkillSet:
     def _rescan(self) -> dict[str, ScannedSkill]:
         previous = self._skills
         skills: dict[str, ScannedSkill] = {}
-        for where, prefix in self._sources:
-            if not isinstance(where, Path):
-                continue  # a package's resources do not change: kept as first read
+        for where, prefix, static in self._sources:
+            if not isinstance(where, Path):  # a package's resources do not change: kept as read
+                skills.update({uri: previous[uri] for uri in static if uri in previous})
+                continue
             try:
                 found = scan_source(where, prefix, self._limits, previous, on_error=_withdrawn)
             except (SkillError, OSError) as exc:  # the whole source is gone or unreadable
@@ -218,7 +221,6 @@ class SkillSet:
                 continue
             for skill in found:
                 skills.setdefault(skill.uri, skill)
-        skills.update({uri: skill for uri, skill in previous.items() if skill.root is None})
         return skills
 
     def _apply(self, skills: dict[str, ScannedSkill]) -> bool:
@@ -233,8 +235,7 @@ class SkillSet:
                 a, b = before.files.get(rel), skill.files.get(rel)
                 if a is None or b is None or a.digest != b.digest:
                     updated.append(skill.file_uri(rel))
-        listed = [(u, s.frontmatter.get("name"), s.frontmatter.get("description")) for u, s in skills.items()]
-        was = [(u, s.frontmatter.get("name"), s.frontmatter.get("description")) for u, s in old.items()]
+        listed, was = _listing(skills), _listing(old)
         changed = bool(updated) or listed != was or skills.keys() != old.keys()
         self._skills = skills  # (also when only stamps moved: the next check compares with these)
         self._entries = [s.entry() for s in skills.values()]
@@ -380,6 +381,14 @@ class SkillSet:
 
 def _withdrawn(error: SkillError) -> None:
     logger.warning("skills: withdrawn until fixed: %s", error)
+
+
+def _listing(skills: dict[str, ScannedSkill]) -> list[tuple[str, Any, Any, int]]:
+    """What ``resources/list`` shows of the skills: a change here is a ``list_changed``."""
+    return [
+        (uri, s.frontmatter.get("name"), s.frontmatter.get("description"), s.files[SKILL_FILE].size)
+        for uri, s in skills.items()
+    ]
 
 
 def _tree(
