@@ -266,8 +266,16 @@ async def test_auditing_malicious_and_honest_servers_over_stdio(record: Path) ->
         ("unpinned-package", "npm", None),
         ("unreachable", "ghost", None),
     } <= got
-    # the honest tools are not flagged
+    # what reaches the model besides tools: the server's instructions and a prompt
+    where = {(f.rule, f.where) for f in report.findings if f.server == "poisoned" and f.tool is None}
+    assert {
+        ("hidden-instructions", "instructions"),
+        ("invisible-characters", "prompt summary description"),
+        ("hidden-instructions", "prompt summary description"),
+    } <= where
+    # the honest tools, and the honest server's instructions, prompt and resources, are not flagged
     assert not {f for f in got if f[2] in ("clean", "search", "send_email")}
+    assert {f.rule for f in report.findings if f.server == "backend"} == {"name-collision"}
     assert report.findings[0].severity == "high"  # worst first
     assert report.at_least("high") and all(f.severity == "high" for f in report.at_least("high"))
 

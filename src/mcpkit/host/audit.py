@@ -468,6 +468,31 @@ def _unpinned(spec: ServerSpec, what: str, wanted: str) -> Finding:
 # -- putting it together ---------------------------------------------------------------
 
 
+def _other_text(server: str, backend: Any) -> list[Finding]:
+    """The text rules over what else reaches the model: the server's instructions, its
+    prompts, resources and resource templates (``where`` says which)."""
+    found: list[Finding] = []
+    client = backend.client
+    items: list[tuple[str, Any]] = []
+    if client is not None and client.instructions:
+        items.append(("instructions", client.instructions))
+    for kind, listed in (
+        ("prompt", backend.prompts),
+        ("resource", backend.resources),
+        ("template", backend.templates),
+    ):
+        for item in listed:
+            data = definition_of(item)
+            label = data.get("name") or data.get("uri") or data.get("uriTemplate")
+            items.append((f"{kind} {label}", data))
+    for subject, value in items:
+        for where, text in _strings(value, ""):
+            where = f"{subject} {where}".strip() if where else subject
+            for severity, rule, message, detail in scan_text(text):
+                found.append(Finding(severity, rule, server, message, None, visible(where), detail))
+    return found
+
+
 async def audit_servers(
     servers: Mapping[str, ServerSpec] | str | os.PathLike[str],
     *,
@@ -501,7 +526,9 @@ async def audit_servers(
                 continue
             if status.state is State.READY:
                 report.servers[name] = "ok"
-                tools[name] = list(host.backend(name).tools)
+                backend = host.backend(name)
+                tools[name] = list(backend.tools)
+                report.findings.extend(_other_text(name, backend))
             else:
                 reason = status.error or str(status.state)
                 report.servers[name] = reason

@@ -58,8 +58,8 @@ PinStatus = Literal["pinned", "new", "changed", "restored"]
 _VERSION = 1
 
 
-def definition_of(tool: t.Tool | Mapping[str, Any]) -> dict[str, Any]:
-    """The tool as wire JSON (camelCase keys, unset fields left out)."""
+def definition_of(tool: msgspec.Struct | Mapping[str, Any]) -> dict[str, Any]:
+    """The tool (or prompt, resource…) as wire JSON (camelCase keys, unset fields left out)."""
     if isinstance(tool, Mapping):
         return dict(tool)
     data = msgspec.to_builtins(tool)
