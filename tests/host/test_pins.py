@@ -398,3 +398,25 @@ async def test_no_collision_without_a_shared_name(record: Path) -> None:
     async with Host({"alpha": backend_spec("alpha", record), "rug": rug}) as host:
         assert host.errors == {}
         assert host.collisions == {}
+
+
+async def test_a_pins_file_that_cannot_be_written_does_not_stop_the_host(
+    rug_file: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spec = ServerSpec(
+        name="rug",
+        transport="stdio",
+        command=sys.executable,
+        args=(str(RUGPULL),),
+        env={"RUG_FILE": str(rug_file)},
+    )
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    pins = PinStore(blocker / "pins.json")  # its folder cannot be created
+    async with Host({"rug": spec}, pins=pins) as host:
+        assert host.errors == {}
+        assert "pins of server 'rug' not updated" in caplog.text
+        # still held to what it saw, in memory
+        await host.call_tool("mcp__rug__pull")
+        await eventually(lambda: "IMPORTANT" in _description(host, GET_FACT))
+        assert text(await host.call_tool("mcp__rug__steady", {"text": "ok"})) == "ok"

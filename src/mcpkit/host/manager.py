@@ -285,7 +285,14 @@ class Host:
 
     def refresh_pins(self) -> bool:
         """Re-read the pins file if another process changed it; whether it had."""
-        if self.pins is None or not self.pins.refresh():
+        if self.pins is None:
+            return False
+        try:
+            if not self.pins.refresh():
+                return False
+        except (OSError, ValueError) as exc:
+            # Held to the pins in memory meanwhile: a broken file approves nothing.
+            logger.error("cannot re-read the pins: %s", exc)
             return False
         self._reindex()
         return True
@@ -363,8 +370,7 @@ class Host:
         args = dict(arguments or {})
         audit = self._auditor(entry, args)
         clock = Stopwatch()
-        if self.pins is not None:
-            self.pins.refresh()  # an approval given elsewhere (mcpkit pins accept) counts now
+        self.refresh_pins()  # an approval given elsewhere (mcpkit pins accept) counts now
         change = self.pin_change(name)
         # A changed tool is asked about even where the policy allows it (or there is no policy).
         policy = self.policy if self.policy is not None or change is None else Policy(default="allow")
@@ -600,7 +606,12 @@ class Host:
         ready = [(name, b) for name, b in live if b.state is State.READY]
         if self._guard is not None:
             for name, b in ready:
-                self._guard.observe(name, b.tools, functools.partial(self._allows, b))
+                try:
+                    self._guard.observe(name, b.tools, functools.partial(self._allows, b))
+                except (OSError, ValueError) as exc:
+                    # The pins file could not be read or written. Blocking does not depend
+                    # on this (pin_change compares with the pins in memory): report, go on.
+                    logger.error("pins of server %r not updated: %s", name, exc)
         owners: dict[str, list[str]] = {}
         for name, b in ready:
             for tool_name in dict.fromkeys(tool.name for tool in b.tools):

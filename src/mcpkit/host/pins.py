@@ -184,7 +184,7 @@ class PinStore:
             return None
         try:
             st = self.path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         return (st.st_mtime_ns, st.st_size)
 
