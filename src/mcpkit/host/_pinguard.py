@@ -6,6 +6,7 @@ a restart). It pins new tools the policy allows (trust on first use: an
 ``allow`` rule is the user's approval), notes changed ones as pending and
 writes one audit record per change, removal and restoration, and tells the
 host which tools are blocked: those whose definition differs from their pin.
+:class:`CollisionLog` finds tool names several servers share.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from ..protocol import types as t
 from .pins import PinChange, PinStore, pin_hash
 
-__all__ = ["PinGuard"]
+__all__ = ["CollisionLog", "PinGuard"]
 
 logger = logging.getLogger("mcpkit.host")
 
@@ -126,3 +127,37 @@ class PinGuard:
             f"({change.old_hash[:19]} -> {change.new_hash[:19]}); it stays blocked until approved "
             f"again: {how}"
         )
+
+
+class CollisionLog:
+    """Tool names several servers share, each new one logged once as a warning.
+
+    Nothing is shadowed (each tool is ``mcp__<server>__<tool>``), but a model
+    told to "use search" may pick either server's: the user should know. The
+    audit log is for calls and changes; collisions go to logging and to
+    ``mcpkit audit-servers``.
+    """
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, tuple[str, ...]]] = set()
+
+    def update(self, listings: Iterable[tuple[str, Iterable[t.Tool]]]) -> dict[str, list[str]]:
+        """The shared names now (tool name -> servers), warning about the new ones."""
+        owners: dict[str, list[str]] = {}
+        for server, tools in listings:
+            for name in dict.fromkeys(tool.name for tool in tools):
+                owners.setdefault(name, []).append(server)
+        shared = {name: servers for name, servers in owners.items() if len(servers) > 1}
+        new: dict[tuple[str, ...], list[str]] = {}
+        for name, servers in shared.items():
+            key = (name, tuple(servers))
+            if key not in self._seen:
+                self._seen.add(key)
+                new.setdefault(tuple(servers), []).append(name)
+        for servers_key, names in new.items():
+            logger.warning(
+                "servers %s all offer tools named %s (each is listed as mcp__<server>__<tool>)",
+                ", ".join(map(repr, servers_key)),
+                ", ".join(map(repr, names)),
+            )
+        return shared

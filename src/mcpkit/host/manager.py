@@ -28,7 +28,7 @@ import msgspec
 from ..protocol import types as t
 from ..server.resources import UriTemplate
 from ..session.engine import ProgressCallback
-from ._pinguard import PinGuard
+from ._pinguard import CollisionLog, PinGuard
 from .backend import Backend, RestartPolicy, State
 from .config import ServerSpec, load_config
 from .naming import DEFAULT_MAX_LENGTH, NameTable, qualify_uri
@@ -199,7 +199,7 @@ class Host:
         self._guard = PinGuard(self.pins, self._audit_event, hint=approve_hint) if self.pins else None
         #: Tool names (as servers name them) that several servers list, with those servers.
         self.collisions: dict[str, list[str]] = {}
-        self._collisions_seen: set[tuple[str, tuple[str, ...]]] = set()
+        self._collision_log = CollisionLog()
         self.running = False
 
     # -- lifecycle -------------------------------------------------------------
@@ -612,26 +612,7 @@ class Host:
                     # The pins file could not be read or written. Blocking does not depend
                     # on this (pin_change compares with the pins in memory): report, go on.
                     logger.error("pins of server %r not updated: %s", name, exc)
-        owners: dict[str, list[str]] = {}
-        for name, b in ready:
-            for tool_name in dict.fromkeys(tool.name for tool in b.tools):
-                owners.setdefault(tool_name, []).append(name)
-        self.collisions = {tool: names for tool, names in owners.items() if len(names) > 1}
-        shared: dict[tuple[str, ...], list[str]] = {}
-        for tool, names in self.collisions.items():
-            key = (tool, tuple(names))
-            if key not in self._collisions_seen:
-                self._collisions_seen.add(key)
-                shared.setdefault(tuple(names), []).append(tool)
-        for servers, tools in shared.items():
-            # Nothing is shadowed (each is mcp__<server>__<tool>), but a model told to
-            # "use search" may pick either: the user should know. (Reported by logging
-            # and by `mcpkit audit-servers`; the audit log is for calls and changes.)
-            logger.warning(
-                "servers %s all offer tools named %s (each is listed as mcp__<server>__<tool>)",
-                ", ".join(map(repr, servers)),
-                ", ".join(map(repr, tools)),
-            )
+        self.collisions = self._collision_log.update((name, b.tools) for name, b in ready)
 
     def _allows(self, backend: Backend, tool: t.Tool) -> bool:
         """Whether the policy lets calls of ``tool`` through without asking (pinned on first sight)."""
