@@ -637,3 +637,34 @@ async def test_a_longer_skill_md_is_listed_with_its_new_size(
     assert listed["skill://alpha/SKILL.md"]["size"] == len(ALPHA_MD) + len("One more line.\n")
     assert list(listed)[:2] == ["skill://zipped/SKILL.md", "skill://alpha/SKILL.md"]  # order kept
     assert "notifications/resources/list_changed" in [n["method"] for n in peer.notes]
+
+
+async def test_a_fifo_swapped_in_for_a_file_is_refused_without_hanging(skills_dir: Path, peers: Any) -> None:
+    peer = await peers(served(skills_dir, refresh_interval=None), MODERN)
+    guide = skills_dir / "alpha" / "refs" / "guide.md"
+    guide.unlink()
+    os.mkfifo(guide)  # opening it for reading would wait for a writer forever
+    error = await peer.error("resources/read", {"uri": "skill://alpha/refs/guide.md"})
+    assert error["code"] == -32602
+
+
+def test_opening_follows_no_symlink_on_the_way(tmp_path: Path) -> None:
+    """The resolved path is opened component by component without following symlinks, so a
+    directory swapped for a symlink after the resolution is not followed out."""
+    from mcpkit.server._skill_scan import _open_beneath
+
+    (tmp_path / "skill" / "refs").mkdir(parents=True)
+    (tmp_path / "skill" / "refs" / "a.md").write_text("in\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "a.md").write_text("out\n")
+    root = str(tmp_path / "skill")
+    fd = _open_beneath(root, ["refs", "a.md"])
+    try:
+        assert os.read(fd, 10) == b"in\n"
+    finally:
+        os.close(fd)
+    (tmp_path / "skill" / "refs" / "a.md").unlink()
+    (tmp_path / "skill" / "refs").rmdir()
+    (tmp_path / "skill" / "refs").symlink_to(tmp_path / "outside")  # the swap
+    with pytest.raises(OSError):
+        _open_beneath(root, ["refs", "a.md"])

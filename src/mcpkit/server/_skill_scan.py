@@ -1,14 +1,15 @@
 """Finding skills on disk (or in a package's resources) and reading their files safely.
 
-Blocking file I/O, run by :mod:`mcpkit.server.skills` in a worker thread.
+Blocking file I/O, run by :mod:`mcpkit.server.skills` in a worker thread (reads of
+files up to 64 KiB excepted: those are quicker than the thread hop).
 
 What is served is what a scan found: a read resolves a URI to a file only
 through the manifest of the skill it names, never by joining the URI onto a
 directory, so ``..`` (plain or percent-encoded), absolute paths and names a
 scan skipped cannot reach anything. The file is then opened by its real path
 only if that path is still inside the skill's real directory (a symlink
-swapped in after the scan, or one that pointed out of the skill, is refused)
-and never through a symlink in its last component.
+swapped in after the scan, or one that pointed out of the skill, is refused),
+one component at a time, following no symlink (:func:`_open_beneath`).
 """
 
 from __future__ import annotations
@@ -368,7 +369,7 @@ def read_file(skill_dir: Path, rel: str, max_bytes: int) -> bytes:
     real = os.path.realpath(candidate)
     if not _inside(real, root) or real == root:
         raise SkillError(f"{rel!r} leads out of the skill")
-    fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    fd = _open_beneath(root, os.path.relpath(real, root).split(os.sep))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -382,3 +383,30 @@ def read_file(skill_dir: Path, rel: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise SkillError(f"{rel!r}: more than the {max_bytes} bytes allowed per file")
     return data
+
+
+# O_NONBLOCK: a FIFO swapped in for a file must not hang the read (it is then refused as
+# not a regular file); it changes nothing for regular files.
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+)
+_DIR_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _open_beneath(root: str, parts: list[str]) -> int:
+    """Open ``root/parts...`` (a path just resolved, so free of symlinks) one component at a
+    time, following no symlink: a directory swapped for a symlink between the resolution
+    and the open fails here instead of being followed out of the skill."""
+    if os.open not in os.supports_dir_fd:  # (Windows) the resolved path, last component unfollowed
+        return os.open(os.path.join(root, *parts), _OPEN_FLAGS)
+    directory = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _DIR_FLAGS, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        return os.open(parts[-1], _OPEN_FLAGS, dir_fd=directory)
+    finally:
+        os.close(directory)
