@@ -5,6 +5,7 @@ stderr lines and a hint), and the era a server does not speak."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import json
 import os
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.errors import HTTP_TRANSPORT_ERROR
 from ._output import EXIT_CONNECT, EXIT_ERROR, EXIT_PROTOCOL, CLIError, Console, Spinner
+from ._safe_text import safe_text
 from ._target import DEFAULT_TIMEOUT, Target
 
 if TYPE_CHECKING:
@@ -43,6 +45,21 @@ class StderrTail:
     def lines(self, count: int = 12) -> list[str]:
         text = self.data.decode("utf-8", "replace")
         return [line.rstrip() for line in text.splitlines() if line.strip()][-count:]
+
+
+class SafeStderr:
+    """Passes a server's stderr through (``-v``) with its control characters shown, not sent
+    (cli/_safe_text.py): inherited as is, a server could drive the user's terminal."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def __call__(self, chunk: bytes) -> None:
+        text = self.decoder.decode(chunk)
+        if text:
+            self.console.err.write(safe_text(text))
+            self.console.err.flush()
 
 
 def _describe(exc: BaseException) -> str:
@@ -245,6 +262,7 @@ async def connected(
     """
     limit = timeout or target.timeout or DEFAULT_TIMEOUT
     tail = None if verbose or target.url is not None else StderrTail()
+    stderr: Any = SafeStderr(console) if verbose and target.url is None else tail
 
     def on_log(params: Any) -> None:
         data = params.data if isinstance(params.data, str) else json.dumps(params.data, default=str)
@@ -254,7 +272,7 @@ async def connected(
     client = make_client(
         target,
         timeout=limit,
-        stderr=tail,
+        stderr=stderr,
         log_handler=on_log if verbose else None,
         log_level="debug" if verbose else None,
         watch=watch,

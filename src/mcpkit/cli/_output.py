@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
+from ._safe_text import escape_json_text, safe_text
+
 __all__ = [
     "EXIT_CONNECT",
     "EXIT_ERROR",
@@ -124,28 +126,36 @@ class Console:
 
     # -- writing ---------------------------------------------------------------
 
+    # Every line goes through safe_text (cli/_safe_text.py): server text in it (tool
+    # descriptions, results, log messages, errors) can never drive the terminal.
+
     def print(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        self.out.write(safe_text(text, keep_sgr=self.colour) + "\n")
 
     def info(self, text: str) -> None:
         """A status line for humans (stderr, so stdout stays the result)."""
-        self.err.write(text + "\n")
+        self.err.write(safe_text(text, keep_sgr=self.err_colour) + "\n")
         self.err.flush()
 
     def warn(self, text: str) -> None:
-        self.err.write(f"{self.prog}: {self.style('warning:', 'yellow', stream='err')} {text}\n")
+        line = f"{self.prog}: {self.style('warning:', 'yellow', stream='err')} {text}"
+        self.err.write(safe_text(line, keep_sgr=self.err_colour) + "\n")
         self.err.flush()
 
     def emit_json(self, value: Any) -> None:
-        self.out.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+        # json.dumps escapes C0 controls (ESC included); C1 and bidi controls it leaves raw.
+        dumped = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        self.out.write(escape_json_text(dumped) + "\n")
         self.out.flush()
 
     def error(self, err: CLIError) -> None:
         """The error on stderr; with ``--json`` also an error object on stdout."""
         label = self.style("error:", "red", "bold", stream="err")
-        self.err.write(f"{err.prog or self.prog}: {label} {err.message}\n")
+        line = f"{err.prog or self.prog}: {label} {err.message}"
+        self.err.write(safe_text(line, keep_sgr=self.err_colour) + "\n")
         if err.hint:
-            self.err.write(f"  {self.style(err.hint_label + ':', 'dim', stream='err')} {err.hint}\n")
+            hint = f"  {self.style(err.hint_label + ':', 'dim', stream='err')} {err.hint}"
+            self.err.write(safe_text(hint, keep_sgr=self.err_colour) + "\n")
         self.err.flush()
         if self.json_mode and not err.result_written:
             payload: dict[str, Any] = {"code": err.code, "kind": err.kind, "message": err.message}
@@ -251,7 +261,8 @@ class Spinner:
         while True:
             frame = self.frames[i % len(self.frames)]
             width = shutil.get_terminal_size((100, 24)).columns - 4
-            text = self.message if len(self.message) <= width else self.message[: width - 1] + "…"
+            message = safe_text(self.message).replace("\n", " ")
+            text = message if len(message) <= width else message[: width - 1] + "…"
             err.write(f"\r\x1b[K{self.console.style(frame, 'cyan', stream='err')} {text}")
             err.flush()
             i += 1

@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
 from ._output import Console
+from ._safe_text import safe_text
 
 if TYPE_CHECKING:
     from ..protocol import types as t
@@ -455,7 +456,7 @@ class TerminalAsker:
                 return text[0]
 
     async def _line(self, prompt: str) -> str:
-        self.out.write(prompt)
+        self.out.write(self._safe(prompt))
         self.out.flush()
         text = await self.read()
         if text is None:
@@ -464,8 +465,12 @@ class TerminalAsker:
         return text
 
     def _say(self, text: str) -> None:
-        self.out.write(text + "\n")
+        self.out.write(self._safe(text) + "\n")
         self.out.flush()
+
+    def _safe(self, text: str) -> str:
+        """The server's words (messages, field descriptions) cannot drive the terminal."""
+        return safe_text(text, keep_sgr=self.out is self.console.err and self.console.err_colour)
 
     def _bold(self, text: str) -> str:
         return self.console.style(text, "bold", stream="err") if self.out is self.console.err else text
