@@ -44,6 +44,7 @@ unit: $(STAMP) redis ts-sdk
 
 bench-smoke: $(STAMP) redis
 	$(BIN)/python bench/run_all.py --smoke
+	$(BIN)/python bench/run_all.py --smoke --phases stdio client --mcpkit-loop asyncio
 
 test: lint typecheck docs-build unit bench-smoke conformance
 

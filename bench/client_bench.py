@@ -152,7 +152,12 @@ def child_main(kind: str, n: int) -> int:
                 return await child_official(n)
             return await child_mcpkit(n, "legacy" if kind == "mcpkit" else "auto")
 
-    result = asyncio.run(run())
+    if kind == "official":
+        result = asyncio.run(run())
+    else:  # mcpkit's client on mcpkit's loop choice (MCPKIT_LOOP; uvloop when installed)
+        from mcpkit.transports.loop import run as run_loop
+
+        result = run_loop(run())
     print("CLIENT_RESULT " + json.dumps(result), flush=True)
     return 0
 

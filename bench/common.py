@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
@@ -120,7 +121,45 @@ def machine_lines() -> list[str]:
         f"machine: nproc {os.cpu_count()}, CPU {cpu_model()}, {memory_total()}, "
         f"{platform.system()} {platform.release()}",
         f"python: {platform.python_version()} ({sys.executable})",
+        mcpkit_loop_line(),
     ]
+
+
+# ------------------------------------------------------------------------------------ mcpkit's event loop
+
+
+def mcpkit_loop() -> str:
+    """The event loop mcpkit's processes pick (``mcpkit.transports.loop``): ``uvloop`` or ``asyncio``.
+
+    Worked out here rather than imported: the parent may not import the mcpkit being measured.
+    """
+    setting = os.environ.get("MCPKIT_LOOP", "").strip().lower() or "auto"
+    if setting == "asyncio":
+        return "asyncio"
+    return "uvloop" if setting == "uvloop" or importlib.util.find_spec("uvloop") else "asyncio"
+
+
+def mcpkit_loop_line() -> str:
+    setting = os.environ.get("MCPKIT_LOOP") or "auto"
+    return f"mcpkit event loop: {mcpkit_loop()} (MCPKIT_LOOP={setting}; `--mcpkit-loop` to choose)"
+
+
+class _SetMcpkitLoop(argparse.Action):
+    """``--mcpkit-loop NAME``: sets ``MCPKIT_LOOP``, which every mcpkit process of the run inherits."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        os.environ["MCPKIT_LOOP"] = str(values)
+        setattr(namespace, self.dest, values)
+
+
+def add_loop_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcpkit-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        action=_SetMcpkitLoop,
+        default=None,
+        help="event loop of the mcpkit processes (sets MCPKIT_LOOP; default: the environment's, else auto)",
+    )
 
 
 # ---------------------------------------------------------------------------------- mcpkit source copy
@@ -255,3 +294,4 @@ def add_run_options(parser: argparse.ArgumentParser, *, install: bool = False) -
     parser.add_argument(
         "--live-source", action="store_true", help="import mcpkit as installed, not from a snapshot of src/"
     )
+    add_loop_option(parser)

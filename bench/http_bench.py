@@ -83,7 +83,16 @@ from common import (
     versions_line,
     write_section,
 )
-from peers import ALL_PEERS, CORE_PEERS, HTTP_MODES, HTTP_SCRIPTS, http_argv, peer_env, setup_peers
+from peers import (
+    CORE_PEERS,
+    HTTP_MODES,
+    HTTP_SCRIPTS,
+    KNOWN_PEERS,
+    OPT_IN_PEERS,
+    http_argv,
+    peer_env,
+    setup_peers,
+)
 
 SECTION = "http_bench"
 LUA_SCRIPT = BENCH_DIR / "wrk_mcp_call.lua"
@@ -97,7 +106,7 @@ START_TIMEOUT_S = 30.0
 START_ATTEMPTS = 3
 STOP_TIMEOUT_S = 10.0
 R = TypeVar("R")
-HTTP_PEERS = tuple(p for p in ALL_PEERS if p in HTTP_SCRIPTS)
+HTTP_PEERS = tuple(p for p in KNOWN_PEERS if p in HTTP_SCRIPTS)
 assert TEXT == "hello, world"  # wrk_mcp_call.lua sends and checks the same text
 
 
@@ -748,7 +757,10 @@ def render_report(
     for m in cfg.modes:
         mode = MODES[m]
         cells = [
-            mode.servers.get(n, "not supported") if m in HTTP_MODES[n] else "not supported" for n in names
+            mode.servers.get(n.removesuffix("-asyncio"), "not supported")
+            if m in HTTP_MODES[n]
+            else "not supported"
+            for n in names
         ]
         add(f"| `{m}` | {mode.label} | " + " | ".join(cells) + " |")
     add("")
@@ -878,7 +890,7 @@ def machine_info(source_note: str, wrk: str, names: Sequence[str]) -> list[str]:
     http = "httptools" if importlib.util.find_spec("httptools") else "h11"
     return [
         *machine_lines(),
-        f"uvicorn runs with the {loop} loop and {http}",
+        f"uvicorn runs with {http}; the Python peers' uvicorn picks the {loop} loop, mcpkit's the one above",
         f"packages: {versions_line(pkgs)}; mcpkit imported from: {source_note}",
         f"load generator: {wrk_version(wrk)}: `wrk -t1 -cC -dDs --timeout {WRK_TIMEOUT} "
         f"-s {LUA_SCRIPT.relative_to(ROOT)} http://127.0.0.1:PORT{PATH} -- ERA SESSION` "
@@ -964,7 +976,8 @@ def failed(stats: dict[tuple[str, str], CellStats], cfg: Settings) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     args, cfg = parse_args(argv)
     wrk, install_notes = ensure_wrk()
-    wanted = list(dict.fromkeys(args.peers or (CORE_PEERS if args.smoke else HTTP_PEERS)))
+    default = CORE_PEERS if args.smoke else [p for p in HTTP_PEERS if p not in OPT_IN_PEERS]
+    wanted = list(dict.fromkeys(args.peers or default))
     setup = setup_peers(wanted, install=not args.no_install)
     source = mcpkit_source(snapshot=not args.live_source)
     specs = server_specs(setup.available, source)

@@ -24,6 +24,12 @@ Usage::
 
 ``--source DIR`` measures the mcpkit package under ``DIR`` (e.g. a ``git worktree`` of an older commit's
 ``src``) instead of this checkout's ``src``.
+
+``--loop uvloop|asyncio`` sets ``MCPKIT_LOOP`` for the measured process (default: the environment's, else
+``auto``: uvloop when installed), so the same call is counted on either event loop::
+
+    python bench/icount.py server --mode seq --loop asyncio
+    python bench/icount.py server --mode seq --loop uvloop
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = Path(__file__).resolve()
@@ -107,6 +114,16 @@ def drive_server(argv: list[str], env: dict[str, str], mode: str, calls: int, ba
     proc.wait(timeout=600)
 
 
+def run_child(main: Any) -> None:
+    """Run the client child on mcpkit's loop choice (``MCPKIT_LOOP``); asyncio's for a source without it."""
+    try:
+        from mcpkit.transports.loop import run
+    except ImportError:
+        asyncio.run(main)
+        return
+    run(main)
+
+
 async def client_child(mode: str, calls: int, batch: int) -> None:
     from mcpkit import Client
 
@@ -128,6 +145,8 @@ async def client_child(mode: str, calls: int, batch: int) -> None:
 def measure(args: argparse.Namespace, calls: int, out: Path) -> int:
     """Run one measurement of ``calls`` calls; returns the instruction count (or syscalls with --strace)."""
     env = {**os.environ, "PYTHONPATH": str(args.source)}
+    if args.loop:
+        env["MCPKIT_LOOP"] = args.loop
     if args.strace:
         tool = ["strace", "-f", "-c", "-e", "trace=read,write,writev,epoll_wait", "-o", str(out)]
     else:
@@ -187,7 +206,7 @@ def main() -> int:
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         mode, calls, batch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-        asyncio.run(client_child(mode, calls, batch))
+        run_child(client_child(mode, calls, batch))
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("side", choices=("server", "client"))
@@ -196,6 +215,9 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=1000, help="requests per pipelined batch")
     p.add_argument("--source", type=Path, default=ROOT / "src", help="directory holding the mcpkit package")
     p.add_argument("--strace", action="store_true", help="count read/write system calls instead")
+    p.add_argument(
+        "--loop", choices=("auto", "uvloop", "asyncio"), default=None, help="MCPKIT_LOOP, measured side"
+    )
     args = p.parse_args()
     small = max(1, args.calls // 4)
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,8 +226,9 @@ def main() -> int:
         b = measure(args, args.calls, Path(tmp) / "large.out")
         per = (b - a) / (args.calls - small)
     unit = "read/write system calls" if args.strace else "instructions"
+    loop = args.loop or os.environ.get("MCPKIT_LOOP") or "auto"
     print(
-        f"{args.side} {args.mode}: {per:,.1f} {unit} per call "
+        f"{args.side} {args.mode} (MCPKIT_LOOP={loop}): {per:,.1f} {unit} per call "
         f"({small} calls: {a:,}; {args.calls} calls: {b:,}; {time.perf_counter() - t0:.0f} s)"
     )
     return 0

@@ -2,7 +2,10 @@
 
 Peers (each serves one tool, ``echo(text: str) -> str``):
 
-- ``mcpkit``: this project (``bench/servers/mcpkit_*.py``), the venv's python;
+- ``mcpkit``: this project (``bench/servers/mcpkit_*.py``), the venv's python, on the event loop
+  ``MCPKIT_LOOP`` picks (uvloop when installed; ``--mcpkit-loop`` sets it);
+- ``mcpkit-asyncio`` (opt-in, not in the default set): the same servers forced onto asyncio's own loop
+  (``MCPKIT_LOOP=asyncio``), so one interleaved run gives the with/without-uvloop figures;
 - ``official``: the official Python SDK ``mcp`` (``official_*.py``), the venv's python;
 - ``fastmcp``: FastMCP (``fastmcp_*.py``) in its own venv, ``.cache/bench-venvs/fastmcp`` (fastmcp pins
   its own ``mcp``), created here when missing: ``python -m venv`` + ``pip install fastmcp==...``;
@@ -40,10 +43,15 @@ NPM_TIMEOUT_S = 600.0
 
 ALL_PEERS = ("mcpkit", "official", "fastmcp", "ts-sdk", "floor-py", "floor-node")
 CORE_PEERS = ("mcpkit", "official", "floor-py")  # no installs needed: the smoke runs use only these
+#: Peers only run when named (``--peers ... mcpkit-asyncio``).
+OPT_IN_PEERS = ("mcpkit-asyncio",)
+#: The order of rows in the reports, and the choices of ``--peers``.
+KNOWN_PEERS = (*ALL_PEERS[:1], *OPT_IN_PEERS, *ALL_PEERS[1:])
 NEEDS = {"fastmcp": "fastmcp", "ts-sdk": "node-sdk", "floor-node": "node"}
 
 STDIO_SCRIPTS = {
     "mcpkit": "mcpkit_echo.py",
+    "mcpkit-asyncio": "mcpkit_echo.py",
     "official": "official_echo.py",
     "fastmcp": "fastmcp_echo.py",
     "ts-sdk": "ts_echo.mjs",
@@ -52,6 +60,7 @@ STDIO_SCRIPTS = {
 }
 HTTP_SCRIPTS = {
     "mcpkit": "mcpkit_http.py",
+    "mcpkit-asyncio": "mcpkit_http.py",
     "official": "official_http.py",
     "fastmcp": "fastmcp_http.py",
     "ts-sdk": "ts_http.mjs",
@@ -60,6 +69,7 @@ HTTP_SCRIPTS = {
 # HTTP modes each server supports (the TS SDK 1.x has no 2026-07-28 "modern" requests).
 HTTP_MODES = {
     "mcpkit": ("json", "sse", "modern", "modern-json", "stateless-json"),
+    "mcpkit-asyncio": ("json", "sse", "modern", "modern-json", "stateless-json"),
     "official": ("json", "sse", "modern", "modern-json", "stateless-json"),
     "fastmcp": ("json", "sse", "modern", "modern-json", "stateless-json"),
     "ts-sdk": ("json", "sse", "stateless-json"),
@@ -101,6 +111,8 @@ def peer_env(name: str, source: McpkitSource) -> dict[str, str]:
     """Extra environment for one peer's processes."""
     if name == "mcpkit":
         return dict(source.env)
+    if name == "mcpkit-asyncio":
+        return {**source.env, "MCPKIT_LOOP": "asyncio"}
     if name == "ts-sdk":
         return {"MCP_BENCH_NODE_PREFIX": str(NODE_PREFIX)}
     return {}

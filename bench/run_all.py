@@ -52,6 +52,7 @@ import startup_bench
 import stdio_bench
 from common import (
     RESULTS_PATH,
+    add_loop_option,
     fmt,
     load_1min,
     load_average,
@@ -512,6 +513,7 @@ def parse_args(argv: Sequence[str] | None) -> Config:
     p.add_argument("--client-reps", type=int, default=None, help="client repetitions (5)")
     p.add_argument("--scale-reps", type=int, default=None, help="scale-out repetitions (3)")
     p.add_argument("--redis-url", default=None, help="Redis for the scale phase (default: scale_bench's)")
+    add_loop_option(p)
     a = p.parse_args(argv)
     smoke = a.smoke
 

@@ -62,7 +62,7 @@ from common import (
     report_head,
     write_section,
 )
-from peers import ALL_PEERS, CORE_PEERS, peer_env, setup_peers, stdio_argv
+from peers import ALL_PEERS, CORE_PEERS, KNOWN_PEERS, peer_env, setup_peers, stdio_argv
 
 SECTION = "stdio_bench"
 PROTOCOL_VERSION = "2025-11-25"
@@ -460,7 +460,7 @@ ANCHOR_LABELS = {
     "fastmcp": "fastmcp 4.2.3",
     "ts-sdk": "ts-sdk 1.32.2",
 }
-PEER_ORDER = ALL_PEERS
+PEER_ORDER = KNOWN_PEERS
 
 
 @dataclass(frozen=True)
@@ -649,7 +649,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, Settings
         "--only",
         nargs="+",
         action="extend",
-        choices=ALL_PEERS,
+        choices=KNOWN_PEERS,
         help="servers to run (default: all; smoke: mcpkit official floor-py)",
     )
     args = parser.parse_args(argv)
