@@ -34,12 +34,18 @@
     return node;
   }
 
+  // Bidi controls in server text are shown as escapes, not obeyed: an override can make
+  // text read differently from what it is (CVE-2021-42574, "Trojan Source").
+  const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  const shownBidi = (text) =>
+    text.replace(BIDI_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
   function append(node, children) {
     for (const child of children) {
       if (child === null || child === undefined || child === false) continue;
       if (Array.isArray(child)) append(node, child);
       else if (child instanceof Node) node.appendChild(child);
-      else node.appendChild(document.createTextNode(String(child)));
+      else node.appendChild(document.createTextNode(shownBidi(String(child))));
     }
   }
 
@@ -167,7 +173,7 @@
       return;
     }
     node.hidden = false;
-    node.textContent = err.message || String(err);
+    node.textContent = shownBidi(err.message || String(err));
   }
 
   // ---------------------------------------------------------------- state
@@ -304,7 +310,7 @@
     if (error && status !== "connected") pill.title = error;
     else pill.removeAttribute("title");
     const info = server && isObject(server.info) ? server.info : null;
-    $("server-title").textContent = info ? `${str(info.title) || str(info.name)} ${str(info.version)}` : "";
+    $("server-title").textContent = info ? shownBidi(`${str(info.title) || str(info.name)} ${str(info.version)}`) : "";
     const badge = $("protocol-badge");
     badge.hidden = !server;
     badge.textContent = server ? `${server.protocolVersion} · ${server.era}` : "";
@@ -338,7 +344,7 @@
     }
     const instructions = str(server.instructions);
     $("instructions-box").hidden = !instructions;
-    $("instructions").textContent = instructions;
+    $("instructions").textContent = shownBidi(instructions);
     $("set-log-level").disabled = !("logging" in caps);
     $("server-note").textContent = "logging" in caps ? "" : "This server does not declare logging.";
   }
@@ -1456,7 +1462,7 @@
   function addStderr(text) {
     const pre = $("stderr-log");
     stickToBottom($("dock-stderr"), () => {
-      pre.appendChild(document.createTextNode(text));
+      pre.appendChild(document.createTextNode(shownBidi(text)));
       if (pre.textContent.length > 200000) pre.textContent = pre.textContent.slice(-100000);
     });
   }
