@@ -193,3 +193,47 @@ async def test_without_a_namespace_names_are_kept() -> None:
         assert sorted(tool.name for tool in await client.list_tools()) == ["query", "where"]
         read = await client.read_resource("data://tables/x")
         assert read.contents[0].text == "table x"  # type: ignore[union-attr]
+
+
+async def test_completions_of_mounted_prompts_and_templates_go_to_the_child() -> None:
+    child = MCPServer("langs")
+
+    @child.prompt()
+    def review(language: str) -> str:
+        return f"Review {language}"
+
+    @child.resource("code://{language}/style")
+    def style(language: str) -> str:
+        return language
+
+    @child.completion()
+    def complete(ref: t.CompletionRef, argument: t.CompletionArgument, context: dict[str, str]) -> list[str]:
+        seen.append((ref.type, ref.name if ref.type == "ref/prompt" else ref.uri))
+        return [v for v in ("python", "perl", "go") if v.startswith(argument.value)]
+
+    seen: list[tuple[str, Any]] = []
+    app = MCPServer("app")
+    app.mount(child, "x")
+    async with connect(app) as client:
+        prompt = await client.complete({"type": "ref/prompt", "name": "x_review"}, "language", "p")
+        assert prompt.values == ["python", "perl"]
+        template = {"type": "ref/resource", "uri": "code://x/{language}/style"}
+        assert (await client.complete(template, "language", "g")).values == ["go"]
+    assert seen == [("ref/prompt", "review"), ("ref/resource", "code://{language}/style")]
+
+
+async def test_a_mounted_servers_skills_are_served_under_the_namespace(tmp_path: Any) -> None:
+    skill = tmp_path / "skills" / "greeting"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greeting\ndescription: Greets people.\n---\nSay hello.\n")
+    child = MCPServer("child")
+    child.add_skills(tmp_path / "skills")
+    app = MCPServer("app")
+    app.mount(child, "kit")
+    async with connect(app) as client:
+        skills = await client.list_skills()
+        assert [s.uri for s in skills] == ["skill://kit/greeting/SKILL.md"]
+        assert (await skills[0].read("SKILL.md")).endswith(b"Say hello.\n")
+    app.unmount("kit")
+    async with connect(app) as client:
+        assert await client.list_skills() == []

@@ -647,6 +647,10 @@ class MCPServer:
         )
 
     async def _complete(self, params: t.CompleteParams, ctx: Context) -> t.CompleteResult:
+        for mount in self._mounts:  # a mounted server's prompt or template: its own completer
+            inner = mount.completion_ref(params.ref)
+            if inner is not None:
+                return await mount.child._complete(msgspec.structs.replace(params, ref=inner), ctx)
         values: Any = []
         if self._completer is not None:
             context = params.context.arguments if params.context is not UNSET else UNSET

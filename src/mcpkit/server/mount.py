@@ -75,6 +75,8 @@ class Mount:
         self.prompts: set[str] = set()
         self.resources: set[str] = set()  # static URIs
         self.templates: set[str] = set()  # URI templates
+        #: The child's skill sources the parent serves, with the prefix they have there.
+        self.skills: list[tuple[Any, str | None]] = []
         self._hooks: dict[str, Callable[[], None] | None] = {}
 
     # -- names ------------------------------------------------------------------------
@@ -103,12 +105,29 @@ class Mount:
         prefix = f"{self.namespace}+"
         return uri[len(prefix) :] if uri.startswith(prefix) else None
 
+    def completion_ref(self, ref: t.CompletionRef) -> t.CompletionRef | None:
+        """The child's reference for a completion the parent was asked for, or None when
+        the prompt or resource template it names is not from this mount."""
+        if ref.type == "ref/prompt" and isinstance(ref.name, str) and ref.name in self.prompts:
+            inner = next((n for n in self.child._prompts.prompts if self.name(n) == ref.name), None)
+            return None if inner is None else msgspec.structs.replace(ref, name=inner)
+        uri = ref.uri
+        if (
+            ref.type == "ref/resource"
+            and isinstance(uri, str)
+            and (uri in self.templates or uri in self.resources)
+        ):
+            inner_uri = self.child_uri(uri)
+            return None if inner_uri is None else msgspec.structs.replace(ref, uri=inner_uri)
+        return None
+
     # -- mirroring --------------------------------------------------------------------
 
     def attach(self) -> None:
         """Put the child's components in the parent (all or nothing) and follow its changes."""
         self._check_collisions()
         self.sync()
+        self._attach_skills()
         if APPS_EXTENSION in self.child.extensions and APPS_EXTENSION not in self.parent.extensions:
             self.parent.declare_extension(APPS_EXTENSION, self.child.extensions[APPS_EXTENSION])
         for kind in ("_tools", "_prompts", "_resources"):
@@ -131,6 +150,24 @@ class Mount:
         self._replace_tools({})
         self._replace_prompts({})
         self._replace_resources({}, {})
+        for source, prefix in self.skills:
+            assert self.parent.skills is not None
+            self.parent.skills.remove(source, prefix=prefix)
+        self.skills = []
+
+    def _attach_skills(self) -> None:
+        """The child's skills (SEP-2640), served by the parent under ``skill://<namespace>/...``:
+        the sources the child has when it is mounted (their edits follow; sources the child
+        adds later do not)."""
+        self.skills = []
+        if self.child.skills is None:
+            return
+        settings = self.child.skills.settings if self.parent.skills is None else None
+        for source, prefix in self.child.skills.sources:
+            mounted = "/".join(p for p in (self.namespace, prefix) if p) or None
+            self.parent.add_skills(source, prefix=mounted, settings=settings)
+            settings = None
+            self.skills.append((source, mounted))
 
     def _check_collisions(self) -> None:
         taken = [

@@ -158,6 +158,28 @@ class SkillSet:
         )
         return [skill.uri for skill in found]
 
+    def remove(self, source: str | os.PathLike[str] | Traversable, *, prefix: str | None = None) -> list[str]:
+        """Stop serving the skills :meth:`add` added from ``source`` under ``prefix``; returns
+        their ``SKILL.md`` URIs. :class:`KeyError` when no such source is served."""
+        where: Path | Traversable = Path(source) if isinstance(source, str | os.PathLike) else source
+        segments = tuple(split_uri("skill://" + prefix.strip("/"))) if prefix else ()
+        for index, (served, served_segments, _) in enumerate(self._sources):
+            if served == where and served_segments == segments:
+                del self._sources[index]
+                break
+        else:
+            raise KeyError(f"{source} (prefix {prefix!r}) is not a source of these skills")
+        gone = [u for u, skill in self._skills.items() if skill.path[: len(segments)] == segments]
+        kept = self._rescan()
+        gone = [u for u in gone if u not in kept]
+        self._apply(kept)
+        return gone
+
+    @property
+    def sources(self) -> list[tuple[Path | Traversable, str | None]]:
+        """Every source served, with its prefix (``None`` for none), as given to :meth:`add`."""
+        return [(where, "/".join(segments) or None) for where, segments, _ in self._sources]
+
     @property
     def entries(self) -> list[Skill]:
         """The entry of every skill served, as ``skills/list`` gives them."""
