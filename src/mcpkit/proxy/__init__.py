@@ -43,11 +43,12 @@ def proxy(
 
     ``protocol`` and ``timeout`` are those of the backend :class:`~mcpkit.Client`.
     ``credentials(principal)`` returns the headers (URL) or environment variables
-    (command) of that caller's backend session, or None for the shared default one;
-    at most ``max_sessions`` such sessions stay open, each closed after
-    ``idle_timeout`` seconds unused. ``input_timeout``: how long a backend call waits
-    for a modern frontend to come back with what the backend asked. Other keywords go
-    to :class:`MCPServer`.
+    (command) of that caller's backend session (callers with the same ones share it; None:
+    the default session), and ``credentials(None)`` those of the default session, which
+    also serves the lists and subscriptions; at most ``max_sessions`` sessions besides the
+    default stay open, each closed after ``idle_timeout`` seconds unused.
+    ``input_timeout``: how long a backend call waits for a modern frontend to come back
+    with what the backend asked. Other keywords go to :class:`MCPServer`.
     """
     info = t.Implementation(name="mcpkit-proxy", version=__version__)
     settings: dict[str, Any] = dict(

@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -27,12 +26,13 @@ import msgspec
 from ..client import Client
 from ..protocol import types as t
 from ..protocol.errors import INVALID_REQUEST, MCPError
+from ..server.context import InputRequest
 
 if TYPE_CHECKING:
     from ..server.context import Context
     from .targets import BackendTarget
 
-__all__ = ["Credentials", "Pool", "Route", "Session"]
+__all__ = ["Credentials", "Pool", "Relayed", "Route", "Session"]
 
 logger = logging.getLogger("mcpkit.proxy")
 
@@ -40,33 +40,82 @@ logger = logging.getLogger("mcpkit.proxy")
 #: backend session for that caller; None for the default session.
 Credentials = Callable[[Any], Mapping[str, str] | Awaitable[Mapping[str, str] | None] | None]
 
+_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
 #: The frontend call a backend request in this task belongs to.
 _ROUTE: ContextVar[Route | None] = ContextVar("mcpkit_proxy_route", default=None)
 
 
+class Relayed(InputRequest):
+    """A backend's request, asked of the frontend client as it came."""
+
+    result_type = Any  # the answer is relayed as JSON
+
+    def __init__(self, method: str, params: dict[str, Any]) -> None:
+        self.method = method
+        self.capability = _CAPABILITY.get(method, method)
+        self._params = params
+
+    def params(self) -> dict[str, Any]:
+        return self._params
+
+
 class Route:
-    """One proxied request in flight: where the backend's questions about it go."""
+    """One proxied request in flight: where the backend's questions about it go.
 
-    __slots__ = ("call", "ctx", "id", "n", "parked", "pending", "questions", "session", "target")
+    ``direct`` (legacy frontends, and tasks): a question is asked of the frontend at once,
+    from whichever task the backend's request arrived in. Otherwise (a modern frontend)
+    the question is queued for the handler, which answers its request with
+    ``input_required`` and resumes the backend call when the client retries.
+    """
 
-    def __init__(self, ctx: Context, session: Session) -> None:
+    __slots__ = (
+        "call",
+        "ctx",
+        "direct",
+        "id",
+        "n",
+        "parked",
+        "pending",
+        "questions",
+        "session",
+        "target",
+        "wake",
+    )
+
+    def __init__(self, ctx: Context, session: Session, *, direct: bool) -> None:
         self.ctx = ctx
         self.session = session
-        self.id = secrets.token_urlsafe(12)
+        self.direct = direct
+        self.id = ""
         self.n = 0
         #: (method, params, future) the backend asked and the handler has yet to relay.
-        self.questions: asyncio.Queue[tuple[str, dict[str, Any], asyncio.Future[Any]]] = asyncio.Queue()
+        self.questions: deque[tuple[str, dict[str, Any], asyncio.Future[Any]]] = deque()
         #: The question a modern frontend is being asked (key, method, params, future).
         self.pending: tuple[str, str, dict[str, Any], asyncio.Future[Any]] | None = None
         self.parked: asyncio.TimerHandle | None = None
         self.target = (ctx.request.method, ctx.request.target)
-        #: The backend request's task (set once it is started).
+        #: The backend request's task (modern frontends).
         self.call: asyncio.Future[Any] | None = None
+        #: What the handler awaits: set when a question comes or the call ends.
+        self.wake: asyncio.Future[None] | None = None
+
+    def wakeup(self, *_: Any) -> None:
+        wake = self.wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)
 
     async def ask(self, method: str, params: dict[str, Any]) -> Any:
         """Relay a backend's request to the frontend client; its answer (a JSON object)."""
+        if self.direct:
+            return (await self.ctx.ask({"relayed": Relayed(method, params)}))["relayed"]
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.questions.put_nowait((method, params, future))
+        self.questions.append((method, params, future))
+        self.wakeup()
         return await future
 
 

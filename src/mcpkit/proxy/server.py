@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
@@ -20,15 +21,22 @@ import msgspec
 from msgspec import UNSET
 
 from ..client import Client
+from ..client.dispatch import coalesced
 from ..protocol import types as t
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
+from ..protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    MISSING_CLIENT_CAPABILITY,
+    RESOURCE_NOT_FOUND_LEGACY,
+    MCPError,
+)
 from ..server.app import MCPServer
-from ..server.context import Context, InputRequest
+from ..server.context import Context
 from ..server.middleware import CallNext, Middleware
 from ..server.mrtr import InputRequired
 from ..server.resources import ResourceNotFound
 from ..server.tools import ToolRegistry
-from .backend import Credentials, Pool, Route, Session, bind_route, unbind_route
+from .backend import Credentials, Pool, Relayed, Route, Session, bind_route, unbind_route
 from .targets import BackendTarget
 
 __all__ = ["ProxyServer"]
@@ -44,20 +52,6 @@ _CAPABILITY = {
 }
 Kind = Literal["tools", "prompts", "resources"]
 _KINDS: dict[str, Kind] = {"tools": "tools", "prompts": "prompts", "resources": "resources"}
-
-
-class _Relayed(InputRequest):
-    """A backend's request, asked of the frontend client as it came."""
-
-    result_type = Any  # the answer is relayed as JSON
-
-    def __init__(self, method: str, params: dict[str, Any]) -> None:
-        self.method = method
-        self.capability = _CAPABILITY.get(method, method)
-        self._params = params
-
-    def params(self) -> dict[str, Any]:
-        return self._params
 
 
 class ProxyServer(MCPServer):
@@ -212,10 +206,35 @@ class ProxyServer(MCPServer):
     # -- forwarding --------------------------------------------------------------------
 
     async def _call_tool(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.CallToolResult:
-        result: t.CallToolResult = await self._forward(
-            ctx,
-            lambda client, progress: client.call_tool(name, arguments, progress=progress),
-        )
+        tool = self._tools.tools.get(name)
+        execution = tool.definition.execution if tool is not None else UNSET
+        if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+            # A 2025-11-25 tool that only runs as a task: followed to its end by call_tool.
+            result: t.CallToolResult = await self._forward(
+                ctx, lambda client, progress: client.call_tool(name, arguments, progress=progress)
+            )
+            return result
+        params = {"name": name, "arguments": arguments}
+        try:
+            # The plain request, without the task bookkeeping of Client.call_tool (a proxied
+            # call costs little more than a direct one): the backend answers it directly.
+            result = await self._forward(
+                ctx,
+                lambda client, progress: client._call(
+                    "tools/call",
+                    params,
+                    t.CallToolResult,
+                    on_progress=coalesced(progress),
+                    declare_tasks=False,
+                ),
+            )
+        except MCPError as exc:
+            if exc.code != MISSING_CLIENT_CAPABILITY or "tasks" not in exc.message:
+                raise
+            # A modern tool that needs a task: called again as one, and followed.
+            result = await self._forward(
+                ctx, lambda client, progress: client.call_tool(name, arguments, progress=progress, task=True)
+            )
         return result
 
     async def _get_prompt(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.GetPromptResult:
@@ -255,27 +274,44 @@ class ProxyServer(MCPServer):
                 client = await session.get()
             except (OSError, MCPError) as exc:
                 raise _unavailable(session, exc) from None
-            route = Route(ctx, session)
+            # A modern frontend's request ends (input_required) while the backend call waits
+            # for the answer: the call runs in a task of its own. Otherwise it runs right here.
+            direct = not ctx.is_modern or ctx.task_id is not None
+            route = Route(ctx, session, direct=direct)
             progress = None
             scope = ctx.request.scope
             if scope is not None and scope.progress_token is not None:
                 progress = functools.partial(_progress, route)
+            session.inflight.append(route)
             token = bind_route(route)
             try:
+                if direct:
+                    try:
+                        return await op(client, progress)
+                    except MCPError:
+                        raise
+                    except Exception as exc:
+                        raise _unavailable(session, exc) from None
                 call: asyncio.Future[Any] = asyncio.ensure_future(op(client, progress))
+                call.add_done_callback(route.wakeup)
+                route.call = call
             finally:
                 unbind_route(token)
-            route.call = call
-            session.inflight.append(route)
+                if direct:
+                    session.inflight.remove(route)
         assert route.call is not None
-        call = route.call
+        return await self._follow(ctx, route, route.call)
+
+    async def _follow(self, ctx: Context, route: Route, call: asyncio.Future[Any]) -> Any:
+        """Wait for a modern frontend's backend call, turning its questions into input_required."""
         parked = False
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 if route.pending is not None:  # a modern frontend brought (or owes) the answer
                     key, method, params, future = route.pending
                     try:
-                        answer = (await ctx.ask({key: _Relayed(method, params)}))[key]
+                        answer = (await ctx.ask({key: Relayed(method, params)}))[key]
                     except InputRequired:
                         parked = True  # asked: the backend call waits for the retry
                         raise
@@ -291,29 +327,18 @@ class ProxyServer(MCPServer):
                         else:
                             future.set_result(answer)
                     continue
-                question = asyncio.ensure_future(route.questions.get())
-                try:
-                    await asyncio.wait((call, question), return_when=asyncio.FIRST_COMPLETED)
-                finally:
-                    if not question.done():
-                        question.cancel()
-                if call.done():
-                    if question.done() and not question.cancelled():
-                        route.questions.put_nowait(question.result())
-                    return _outcome(call, route.session)
-                method, params, future = question.result()
-                if ctx.is_modern and ctx.task_id is None:
-                    # Modern: this request ends with input_required; the retry resumes here.
+                if route.questions:
+                    method, params, future = route.questions.popleft()
+                    if not route.id:
+                        route.id = secrets.token_urlsafe(12)
                     route.pending = (f"{_KEY_PREFIX}{route.id}/{route.n}", method, params, future)
                     route.n += 1
                     self._park(route)
                     continue
-                try:
-                    answered = await ctx.ask({"relayed": _Relayed(method, params)})
-                except MCPError as exc:
-                    future.set_exception(exc)
-                else:
-                    future.set_result(answered["relayed"])
+                if call.done():
+                    return _outcome(call, route.session)
+                route.wake = loop.create_future()
+                await route.wake
         finally:
             if not parked:
                 self._unpark(route)

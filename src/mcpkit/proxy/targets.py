@@ -55,14 +55,9 @@ def resolve_target(
     """A :class:`BackendTarget` for ``target`` (see the module docs for what it may be)."""
     if isinstance(target, Client):
         given = target
-        used = False
 
         def reuse(credentials: Mapping[str, str] | None) -> Client:
-            nonlocal used
-            if used:
-                # A Client given to the proxy is one session: it is connected once, not rebuilt.
-                raise ConnectionError("the backend Client given to the proxy has closed")
-            used = True
+            # One session: connected again (the same Client) after it drops or the proxy restarts.
             return given
 
         return BackendTarget(reuse, "a Client", pools=False)
