@@ -276,6 +276,10 @@ class Client:
         if wrapper is not None:
             channel = wrapper(channel)
         self._session = Engine(channel, self.handlers, request_timeout=self.timeout)
+        early = getattr(channel, "report_oversized_early", None)
+        if callable(early):
+            # stdio: a too-large answer fails its call when it starts, not after 1 GiB more.
+            early(self._session.fail_oversized)
         self._reader = asyncio.create_task(self._session.run())
 
     async def _open_channel(self) -> Channel:

@@ -103,6 +103,13 @@ class LineFramer:
             out.append(line)
 
     @property
+    def discarding(self) -> Oversized | None:
+        """The over-long line being dropped right now (its head and the limit), before its
+        newline has come, or None: a client can fail the request it answers at once
+        instead of after the rest of it (a hostile server's 1 GiB line) has streamed by."""
+        return Oversized(self._head, self.max_line_bytes) if self._discarding else None
+
+    @property
     def pending(self) -> int:
         """Bytes of an unfinished line held right now."""
         return len(self._buffer)

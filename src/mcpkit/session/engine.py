@@ -171,6 +171,8 @@ class Engine(Generic[Req]):
         self._ids: Iterator[RequestId] = ids if ids is not None else itertools.count(1)
         self._pending: dict[RequestId, asyncio.Future[msgspec.Raw]] = {}
         self._progress: dict[RequestId, ProgressCallback] = {}
+        #: Requests failed by :meth:`fail_oversized` whose over-long answer has not ended yet.
+        self._failed_early: set[RequestId] = set()
         self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
         self._room = asyncio.Event()
         self._room.set()
@@ -258,6 +260,9 @@ class Engine(Generic[Req]):
         """Process one inbound line now: decode its envelope and dispatch it."""
         if isinstance(line, Oversized):
             rid = _id_in_head(line.head)
+            if rid is not None and rid in self._failed_early:
+                self._failed_early.discard(rid)  # its request already failed (fail_oversized)
+                return
             if rid is not None and self._fail_oversized(rid, line):
                 return
             self._send_error(rid, INVALID_REQUEST, "Invalid Request: message exceeds the maximum size")
@@ -277,6 +282,16 @@ class Engine(Generic[Req]):
             self._spawn(self._run_batch(message))
         else:
             self.feed_message(message)
+
+    def fail_oversized(self, line: Oversized) -> bool:
+        """A transport saw an over-long line start (``line``: its head) and drops the rest:
+        if it is the response to one of our requests, fail that request now rather than
+        when the line ends. The line is still fed when it ends; it is then ignored."""
+        rid = _id_in_head(line.head)
+        if rid is None or not self._fail_oversized(rid, line):
+            return False
+        self._failed_early.add(rid)
+        return True
 
     def _fail_oversized(self, rid: RequestId, line: Oversized) -> bool:
         """An over-long *response* to one of our requests fails that request now (a hostile

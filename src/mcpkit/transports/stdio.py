@@ -14,7 +14,7 @@ import selectors
 import signal
 import stat
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from ..protocol.errors import MCPError
@@ -401,6 +401,9 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         self.write = _WriteProtocol()
         self.exited = asyncio.get_running_loop().create_future()
         self.transport: asyncio.SubprocessTransport | None = None
+        #: Told once when an over-long line from the server starts being dropped.
+        self.on_oversized: Callable[[Oversized], object] | None = None
+        self._reported = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # No isinstance checks against asyncio's transport classes: uvloop's transports
@@ -414,6 +417,13 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
             self.reader.feed(data)
+            if self.on_oversized is not None:
+                dropping = self.reader.framer.discarding
+                if dropping is None:
+                    self._reported = False
+                elif not self._reported:
+                    self._reported = True
+                    self.on_oversized(dropping)
         elif self.stderr_sink is not None:
             self.stderr_sink(data)
 
@@ -458,6 +468,11 @@ class ProcessChannel(_PipeChannel):
     @property
     def pid(self) -> int:
         return self._transport.get_pid()
+
+    def report_oversized_early(self, callback: Callable[[Oversized], object]) -> None:
+        """Call ``callback`` as soon as an over-long line from the server starts being
+        dropped, with its head (the client fails the request it answers at once)."""
+        self._protocol.on_oversized = callback
 
     def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
         # An error about garbage the server printed (it names no request) is dropped while
