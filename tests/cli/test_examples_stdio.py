@@ -20,6 +20,7 @@ SERVERS: dict[str, set[str]] = {
     "weather/server.py": {"get_weather", "get_forecast"},
     "word_counter/server.py": {"count_words"},
     "rate_limited_api/server.py": {"forecast", "compare"},
+    "apps/server.py": {"roll_dice"},
 }
 #: The example servers that have ``--http [--port N]`` of their own (the seed documents'
 #: servers are kept as written: ``mcpkit run FILE --transport http`` serves them over HTTP).
