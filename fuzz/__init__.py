@@ -13,6 +13,7 @@ TARGETS = (
     "http_headers",
     "uri_template",
     "arguments",
+    "sse",
     "oauth",
     "host_config",
     "mrtr",

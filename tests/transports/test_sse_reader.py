@@ -76,3 +76,16 @@ def test_comments_do_not_accumulate_but_one_huge_comment_is_refused() -> None:
 def test_limit_must_be_positive() -> None:
     with pytest.raises(ValueError):
         SSEParser(0)
+
+
+def test_a_comment_split_across_reads_is_bounded_on_its_own() -> None:
+    # Found by fuzz/sse.py: a keep-alive cut by a read boundary while an event was being
+    # read counted that event's bytes too, so whether a stream within its limit was refused
+    # depended on where TCP cut it.
+    stream = b"data: 01234\n: abcdefg\n\n"
+    for cut in range(len(stream) + 1):
+        parser = SSEParser(16)
+        events = parser.feed(stream[:cut]) + parser.feed(stream[cut:])
+        assert [e.data for e in events] == ["01234"], cut
+    with pytest.raises(SSEEventTooLarge):
+        SSEParser(16).feed(b"data: 1\n: " + b"c" * 20)

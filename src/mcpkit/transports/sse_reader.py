@@ -65,7 +65,11 @@ class SSEParser:
             lf = chunk.find(b"\n", start)
             if cr < 0 and lf < 0:
                 self._buffer += chunk[start:]
-                if self._size + len(self._buffer) > self.max_event_bytes:
+                # An unfinished comment is bounded on its own, as a whole one is (_line): a
+                # keep-alive split across two reads must not count the event around it (fuzzing).
+                buffer = self._buffer
+                held = len(buffer) if buffer[:1] == b":" else self._size + len(buffer)
+                if held > self.max_event_bytes:
                     raise SSEEventTooLarge(self.max_event_bytes)
                 break
             end = lf if cr < 0 or (0 <= lf < cr) else cr
