@@ -56,6 +56,7 @@ LABELS = {
     "fresh-session": "a fresh backend session per call (no reuse; N/10 calls, scaled)",
 }
 TARGET = 1.5
+N = 100
 WARMUP = 20
 
 
@@ -147,7 +148,9 @@ def bench(n: int, reps: int, seed: int, source: McpkitSource, kinds: Sequence[st
 
 
 def summary(stats: Stats) -> dict[str, float | None]:
-    return {kind: stats.median(kind) for kind in KINDS} | {
+    """Median milliseconds per N calls of each way, and the proxied ratios (wall, CPU)."""
+    medians = {kind: stats.median(kind) for kind in KINDS}
+    return {kind: None if m is None else m * 1000 for kind, m in medians.items()} | {
         "ratio": stats.ratio("proxied"),
         "cpu_ratio": stats.ratio("proxied", cpu=True),
     }
@@ -192,7 +195,7 @@ def render(stats: Stats, n: int, reps: int, machine: list[str]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--smoke", action="store_true", help="1 rep, nothing written")
-    parser.add_argument("--n", type=int, default=100, help="calls per timed run (default 100)")
+    parser.add_argument("--n", type=int, default=N, help=f"calls per timed run (default {N})")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 7)")
     add_run_options(parser)
     args = parser.parse_args(argv)

@@ -11,6 +11,8 @@ Phases (each interleaves its peers in shuffled order within every repetition and
    modern stateless and legacy session requests; needs Redis, else starts a private ``redis-server``).
 7. ``middleware`` - ``middleware_bench.py``: mcpkit's stdio server plain, through a pass-through hook,
    with ``RateLimit`` + ``AccessLog``, and with tracing off and on (ratios to plain in the same run).
+8. ``proxy``   - ``proxy_bench.py``: 100 ``tools/call`` through ``MCPServer.proxy`` vs 100 direct ones
+   (stdio backend; wall and CPU time; target: proxied at most 1.5x direct).
 
 Peers (``peers.py``): mcpkit, official (``mcp``), fastmcp (own venv, installed on first use), ts-sdk (npm,
 into ``.cache/bench-node``, installed on first use), floor-py, floor-node. Every mcpkit process in the run
@@ -47,6 +49,7 @@ import client_bench
 import growth_bench
 import http_bench
 import middleware_bench
+import proxy_bench
 import scale_bench
 import startup_bench
 import stdio_bench
@@ -63,7 +66,7 @@ from common import (
 )
 from peers import ALL_PEERS, CORE_PEERS, setup_peers
 
-PHASES = ("stdio", "http", "startup", "growth", "client", "scale", "middleware")
+PHASES = ("stdio", "http", "startup", "growth", "client", "scale", "middleware", "proxy")
 MAIN_PACKAGES = (
     "mcp",
     "mcp-types",
@@ -215,6 +218,15 @@ def phase_middleware(cfg: Config, peers: list[str], source: Any, wrk: str | None
     return report, middleware_bench.ratios(stats, settings.n), any(s.failures for s in stats.values())
 
 
+def phase_proxy(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    reps = 1 if cfg.smoke else 7
+    # (smoke: without the session-per-call row, which spawns a backend per call)
+    kinds = proxy_bench.KINDS[:-1] if cfg.smoke else proxy_bench.KINDS
+    stats = proxy_bench.bench(proxy_bench.N, reps, cfg.seed, source, kinds)
+    report = proxy_bench.render(stats, proxy_bench.N, reps, [f"N={proxy_bench.N}, reps={reps}"])
+    return report, proxy_bench.summary(stats), bool(stats.failures)
+
+
 PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str, Any, bool]]] = {
     "stdio": phase_stdio,
     "http": phase_http,
@@ -223,6 +235,7 @@ PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str,
     "client": phase_client,
     "scale": phase_scale,
     "middleware": phase_middleware,
+    "proxy": phase_proxy,
 }
 SECTION_NAMES = {
     "stdio": stdio_bench.SECTION,
@@ -232,6 +245,7 @@ SECTION_NAMES = {
     "client": client_bench.SECTION,
     "scale": scale_bench.SECTION,
     "middleware": middleware_bench.SECTION,
+    "proxy": proxy_bench.SECTION,
 }
 
 
@@ -418,6 +432,20 @@ def targets(run: Run) -> list[Target]:
                 "req/s",
             )
         )
+    proxy = data("proxy") or {}
+    r = proxy.get("ratio")
+    out.append(
+        Target(
+            f"{proxy_bench.N} proxied `tools/call` ≤ {proxy_bench.TARGET:g}x {proxy_bench.N} direct",
+            proxy.get("proxied"),
+            "direct ms",
+            proxy.get("direct"),
+            r,
+            f"proxied ÷ direct ≤ {proxy_bench.TARGET:g}",
+            at_most(r, proxy_bench.TARGET),
+            "ms",
+        )
+    )
     return out
 
 

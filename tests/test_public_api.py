@@ -148,6 +148,7 @@ PUBLIC: dict[str, list[str]] = {
         "Timeout",
         "Visibility",
     ],
+    "mcpkit.proxy": ["Credentials", "Pool", "ProxyServer", "Session", "proxy"],
     "mcpkit.server": [
         "AssistantMessage",
         "Audio",
