@@ -355,8 +355,9 @@ async def open_stdio_channel(
     out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=protect_stdout)
     write_protocol = _WriteProtocol()
     transport: asyncio.WriteTransport
-    if stat.S_ISREG(os.fstat(out_fd).st_mode):
-        # stdout redirected to a file: writes to files never block, write directly.
+    if not _pollable(out_fd):
+        # stdout redirected to a file or /dev/null: writes there never block, and the
+        # loop cannot watch them (uvloop aborts the process on /dev/null): write directly.
         transport = _FileWriteTransport(out_file)
     else:
         transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
