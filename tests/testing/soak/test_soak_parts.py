@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import struct
 import time
 
 import pytest
 
+from _wait import eventually
 from mcpkit.testing.soak.__main__ import seconds
 from mcpkit.testing.soak.ops import Cut, LegacySession, Stream, run_op
 from mcpkit.testing.soak.procs import describe_fds, proc_fds
@@ -117,6 +119,28 @@ async def test_descriptors_are_told_apart_by_kind() -> None:
         assert after.get("tcp mine established", 0) >= before.get("tcp mine established", 0) + 1
         # Every descriptor has a kind (listing our own /proc/self/fd opens one more, briefly).
         assert sum(after.values()) in (proc_fds(os.getpid()) - 1, proc_fds(os.getpid()))
+    finally:
+        conn.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_socket_whose_peer_reset_it_is_still_told_by_what_it_was() -> None:
+    """A connection reset by its peer leaves every kernel table (state CLOSED) while its owner
+    holds it open; seen earlier, it keeps its kind (an idle Redis connection after a restart)."""
+    accepted: asyncio.Queue[asyncio.StreamWriter] = asyncio.Queue()
+    server = await asyncio.start_server(lambda r, w: accepted.put_nowait(w), "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    conn = socket.create_connection(("127.0.0.1", port))
+    try:
+        peer = await asyncio.wait_for(accepted.get(), 5)
+        seen: dict[str, str] = {}
+        assert describe_fds(os.getpid(), {port: "mine"}, seen).get("tcp mine established", 0) >= 1
+        sock = peer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        peer.transport.abort()  # RST
+        await eventually(lambda: describe_fds(os.getpid(), {port: "mine"}, seen).get("tcp mine (peer gone)"))
+        assert describe_fds(os.getpid(), {port: "mine"}).get("socket (other)", 0) >= 1  # unnamed without it
     finally:
         conn.close()
         server.close()

@@ -18,10 +18,11 @@ fault; a probe makes sure one is, and states what must become of it:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import httpx
@@ -43,6 +44,8 @@ class Deployment:
     redis: RedisProcess
     workers: list[WorkerProcess]
     proxy: RoundRobinProxy
+    #: Worker 0's TCP sockets seen so far: inode -> kind.
+    seen: dict[str, str] = field(default_factory=dict)
 
     def usage(self) -> tuple[int, int]:
         """Worker 0's (RSS KiB, open descriptors)."""
@@ -50,9 +53,19 @@ class Deployment:
         return proc_rss_kib(pid), proc_fds(pid)
 
     def fds(self) -> dict[str, int]:
-        """Worker 0's descriptors by kind."""
+        """Worker 0's descriptors by kind (see :func:`describe_fds`)."""
         ports = {self.redis.port: "redis", self.workers[0].port: "client"}
-        return describe_fds(self.workers[0].pid, ports)
+        return describe_fds(self.workers[0].pid, ports, self.seen)
+
+    async def watch_fds(self, stop: asyncio.Event) -> None:
+        """Look at worker 0's sockets twice a second until ``stop``, so that one whose peer
+        is gone can still be told apart (a Redis connection from a client's) at the end."""
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                self.fds()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await stop.wait()
 
 
 async def _hurt(d: Deployment, rec: Recorder, kind: str) -> None:

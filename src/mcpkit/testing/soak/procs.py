@@ -52,9 +52,14 @@ def proc_fds(pid: int) -> int:
 _TCP_STATES = {"01": "established", "06": "time-wait", "08": "close-wait", "0A": "listen"}
 
 
-def describe_fds(pid: int, ports: dict[int, str]) -> dict[str, int]:
+def describe_fds(pid: int, ports: dict[int, str], seen: dict[str, str] | None = None) -> dict[str, int]:
     """``pid``'s descriptors by kind: TCP sockets named by the port (``ports``: port -> name)
-    and state, pipes, epoll, files. Says what a descriptor count above a baseline is made of."""
+    and state, pipes, epoll, files. Says what a descriptor count above a baseline is made of.
+
+    A TCP socket whose connection the peer reset is in no table of the kernel any more
+    (state CLOSED) until its owner closes it. ``seen`` (socket inode -> kind, updated here
+    on every call) remembers what such a socket was while it was listed: it is then
+    counted as that kind with ``(peer gone)``, else as ``socket (other)``."""
     sockets: dict[str, str] = {}
     for table in ("tcp", "tcp6"):
         with contextlib.suppress(OSError):
@@ -73,6 +78,10 @@ def describe_fds(pid: int, ports: dict[int, str]) -> dict[str, int]:
             cols = row.split()
             kind = {"0001": "stream", "0002": "dgram"}.get(cols[4], cols[4])
             sockets[cols[6]] = f"unix {kind} {cols[7] if len(cols) > 7 else '(unnamed)'}"
+    if seen is not None:
+        seen.update(
+            (inode, kind.rsplit(" ", 1)[0]) for inode, kind in sockets.items() if kind.startswith("tcp")
+        )
     kinds: dict[str, int] = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -80,7 +89,10 @@ def describe_fds(pid: int, ports: dict[int, str]) -> dict[str, int]:
         except OSError:
             continue
         if target.startswith("socket:["):
-            kind = sockets.get(target[8:-1], "socket (other)")
+            inode = target[8:-1]
+            kind = sockets.get(inode) or (
+                f"{seen[inode]} (peer gone)" if seen and inode in seen else "socket (other)"
+            )
         elif target.startswith(("pipe:", "anon_inode:")):
             kind = target.split("[")[0].rstrip(":")
         else:
