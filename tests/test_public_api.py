@@ -201,6 +201,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "mcpkit.telemetry": ["configure", "disable", "enabled", "extract", "inject", "refresh"],
     "mcpkit.testing": ["MemoryChannel", "connect", "memory_channel_pair", "serve_http"],
+    "mcpkit.testing.soak": ["SoakConfig", "SoakReport", "run_soak"],
     "mcpkit.transports.http": ["HTTPSettings", "StreamableHTTPApp"],
 }
 
