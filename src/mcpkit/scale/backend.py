@@ -138,6 +138,12 @@ class RedisBackend:
         self._wake.set()
 
     @property
+    def listening(self) -> bool:
+        """Whether the pub/sub listener is connected (cleared when its connection fails,
+        set again once it has reconnected): what ``/readyz`` reports."""
+        return self._pubsub_ready.is_set()
+
+    @property
     def overloaded(self) -> bool:
         """More than ``max_backlog`` writes wait: refuse new work until Redis catches up."""
         return len(self._writes) > self.max_backlog

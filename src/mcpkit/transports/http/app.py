@@ -184,9 +184,7 @@ class StreamableHTTPApp(Lifetime, LegacyRoutes):
             backend = shared.backend
             if not backend.started:  # mounted without the lifespan: the first probe connects
                 await shared.start()
-            # The pub/sub listener's state: cleared when its connection fails, set
-            # again when it has reconnected (RedisBackend._listen).
-            if not backend._pubsub_ready.is_set():
+            if not backend.listening:
                 return 503, _REDIS_DOWN
             if backend.overloaded:
                 return 503, _REDIS_BEHIND
