@@ -258,12 +258,16 @@ def _mismatch(message: str) -> MCPError:
     return MCPError(HEADER_MISMATCH, f"Header mismatch: {message}")
 
 
-def status_for_error(code: int, *, modern: bool) -> int:
+def status_for_error(code: int, *, modern: bool, data: Any = None) -> int:
     """The HTTP status that goes with a JSON-RPC error answer."""
     if code in (PARSE_ERROR, INVALID_REQUEST):
         return 400
     if code == RATE_LIMITED:
         return 429  # RFC 6585: with Retry-After (error_headers), in either era
+    if code == INTERNAL_ERROR and _retry_after(data) is not None:
+        # An internal error that says when to come back is an outage (Redis down):
+        # 503 with Retry-After (RFC 9110 15.6.4) lets a load balancer or client wait.
+        return 503
     if not modern:
         return 200 if code != INTERNAL_ERROR else 500
     if code == METHOD_NOT_FOUND:
@@ -277,12 +281,16 @@ def status_for_error(code: int, *, modern: bool) -> int:
 
 def error_headers(code: int, data: Any) -> list[tuple[bytes, bytes]]:
     """Response headers that go with a JSON-RPC error answer: ``Retry-After`` for a
-    rate-limited request (``data.retryAfter`` seconds, rounded up)."""
-    if code == RATE_LIMITED and isinstance(data, Mapping):
-        retry = data.get("retryAfter")
-        if isinstance(retry, int | float) and not isinstance(retry, bool) and retry >= 0:
-            return [(b"retry-after", str(math.ceil(retry)).encode())]
-    return []
+    rate-limited request or a passing outage (``data.retryAfter`` seconds, rounded up)."""
+    retry = _retry_after(data) if code in (RATE_LIMITED, INTERNAL_ERROR) else None
+    return [] if retry is None else [(b"retry-after", str(math.ceil(retry)).encode())]
+
+
+def _retry_after(data: Any) -> float | None:
+    retry = data.get("retryAfter") if isinstance(data, Mapping) else None
+    if isinstance(retry, int | float) and not isinstance(retry, bool) and retry >= 0:
+        return float(retry)
+    return None
 
 
 LOOPBACK_HOSTS: Final = ("localhost", "127.0.0.1", "[::1]", "::1")

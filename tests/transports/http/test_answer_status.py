@@ -130,3 +130,38 @@ async def test_a_rate_limited_answer_is_429_with_retry_after_in_both_eras() -> N
     legacy = await asgi_request(app, "POST", "/mcp", session, json.dumps(call).encode())
     assert (legacy.status, legacy.headers["retry-after"]) == (429, "3")
     assert legacy.json()["error"]["code"] == RATE_LIMITED
+
+
+def _unavailable_server() -> MCPServer:
+    server = _server()
+
+    @server.tool()
+    def storage(text: str) -> str:
+        """What the tasks store answers while Redis is down."""
+        raise MCPError(-32603, "Tasks are unavailable for now: connection refused", {"retryAfter": 1})
+
+    return server
+
+
+async def test_an_internal_error_with_retry_after_is_503_in_both_eras() -> None:
+    # A passing outage (Redis down) is not a server bug: 503 with Retry-After, so a load
+    # balancer or client waits and tries again; a plain internal error stays 500.
+    headers, body = modern_call(9, "storage", {"text": "x"})
+    headers["accept"] = "application/json"
+    modern = await asgi_request(
+        make_app(_unavailable_server()), "POST", "/mcp", headers, json.dumps(body).encode()
+    )
+    assert (modern.status, modern.headers["retry-after"]) == (503, "1")
+    assert modern.json()["error"] == {
+        "code": -32603,
+        "message": "Tasks are unavailable for now: connection refused",
+        "data": {"retryAfter": 1},
+    }
+
+    app = make_app(_unavailable_server())
+    first = legacy_headers(version=None, accept="application/json")
+    opened = await asgi_request(app, "POST", "/mcp", first, json.dumps(initialize()).encode())
+    session = legacy_headers(opened.headers["mcp-session-id"], accept="application/json")
+    call = rpc(2, "tools/call", {"name": "storage", "arguments": {"text": "x"}})
+    legacy = await asgi_request(app, "POST", "/mcp", session, json.dumps(call).encode())
+    assert (legacy.status, legacy.headers["retry-after"]) == (503, "1")

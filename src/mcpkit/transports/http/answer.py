@@ -96,21 +96,36 @@ async def answer(
     """Send the request's answer as JSON when it is ready first, else as SSE."""
     first = stream.ready()
     if first is None:
-        first = await _first(stream, engine, request_id, receive, form.modern)
-        if first is None:
+        first, gone = await _first(stream, engine, request_id, receive, form.modern)
+        if gone:
             return  # the client went away
-    if first.final and form.json:
+        if first is None and (form.sse or _ended(engine, session)):
+            # Closed by the server before anything was sent: its session ended,
+            # or SSE polling (the client resumes from the priming event).
+            await _ended_early(settings, stream, engine, request_id, receive, send, form, session, extra)
+            return
+    if first is not None and first.final and form.json:
         await json_answer(send, first, form.modern, extra)
         return
     if not form.sse:
         # JSON only: what came before the result has nowhere to go in this era's
         # rules (legacy: it already went to the GET stream; modern: dropped).
         item: StreamItem | None = first
-        while item is not None and not item.final:
+        while item is None or not item.final:
+            if item is None:
+                if _ended(engine, session):
+                    await _ended_early(
+                        settings, stream, engine, request_id, receive, send, form, session, extra
+                    )
+                    return
+                # SSE polling asks a client to reconnect that cannot take SSE: it
+                # waits for its answer on this response instead.
+                if not stream.reopen(stream.seq):
+                    stream.closed = False
             item = await stream.get()
-        if item is not None:
-            await json_answer(send, item, form.modern, extra)
+        await json_answer(send, item, form.modern, extra)
         return
+    assert first is not None
     resumable = session is not None
     if session is not None and session.shared is not None:
         session.shared.persist(session, stream)  # resumable on any worker
@@ -135,21 +150,66 @@ async def answer(
 
 async def _first(
     stream: ResponseStream, engine: Engine[Any], request_id: int | str, receive: Receive, modern: bool
-) -> StreamItem | None:
-    """Wait for the first message, watching for the client leaving meanwhile."""
+) -> tuple[StreamItem | None, bool]:
+    """Wait for the first message, watching for the client leaving meanwhile:
+    the message (None: the stream was closed first) and whether the client left."""
+    gone = False
 
     async def watch() -> None:
+        nonlocal gone
         while (await receive())["type"] != "http.disconnect":
             pass
+        gone = True
         stream.close()
         if modern:
             engine.cancel_local(request_id)
 
     watcher = asyncio.ensure_future(watch())
     try:
-        return await stream.get()
+        return await stream.get(), gone
     finally:
         watcher.cancel()
+
+
+def _ended(engine: Engine[Any], session: LegacyHTTPSession | None) -> bool:
+    """Whether the connection the request belongs to has ended (its session closes first)."""
+    return engine.closed or (session is not None and session.closed)
+
+
+async def _ended_early(
+    settings: HTTPSettings,
+    stream: ResponseStream,
+    engine: Engine[Any],
+    request_id: int | str,
+    receive: Receive,
+    send: Send,
+    form: ReplyForm,
+    session: LegacyHTTPSession | None,
+    extra: list[tuple[bytes, bytes]] | None,
+) -> None:
+    """The server closed the request's stream before its answer was sent.
+
+    Its session ended (DELETE, idle expiry, shutdown): a 404 under the request's
+    id, what any later request in that session gets, so the client starts a new
+    one (2025-11-25 transports, "Session Management") instead of seeing the
+    connection end with no response at all. Otherwise the handler asked for SSE
+    polling (``Context.close_sse_stream``): an SSE response holding just the
+    priming event, from which the client resumes with ``Last-Event-ID``.
+    """
+    if _ended(engine, session) or session is None or not form.sse:
+        await jsonrpc_error(send, 404, request_id, INVALID_REQUEST, "Session not found")
+        return
+    await pump_sse(
+        send,
+        receive,
+        stream,
+        first=None,
+        resumable=True,
+        retry_ms=settings.sse_retry_ms,
+        keepalive=settings.keepalive_interval,
+        on_disconnect=lambda: None,
+        extra_headers=extra,
+    )
 
 
 async def json_answer(
@@ -160,7 +220,7 @@ async def json_answer(
     if error is None:
         await respond(send, 200, item.data, headers=extra or ())
         return
-    status = h.status_for_error(error.code, modern=modern)
+    status = h.status_for_error(error.code, modern=modern, data=error.data)
     headers = [*(extra or ()), *h.error_headers(error.code, error.data)]
     await respond(send, status, item.data, headers=headers)
 
