@@ -33,17 +33,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from _virtual_loop import PROFILE, VirtualLoop, settle
 from mcpkit.protocol import jsonrpc
 from mcpkit.protocol.errors import INTERNAL_ERROR, REQUEST_TIMEOUT, MCPError
 from mcpkit.protocol.jsonrpc import Notification, Request
@@ -52,54 +52,9 @@ from mcpkit.session.engine import Engine, SessionClosed
 
 pytestmark = pytest.mark.timeout(300)
 
-settings.register_profile(
-    "mcpkit-stateful-short",
-    max_examples=40,
-    stateful_step_count=30,
-    derandomize=True,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
-settings.register_profile(
-    "mcpkit-stateful-long",
-    max_examples=5_000,
-    stateful_step_count=80,
-    derandomize=False,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    print_blob=True,
-)
-PROFILE = (
-    "mcpkit-stateful-long"
-    if os.environ.get("MCPKIT_HYPOTHESIS_PROFILE") == "long"
-    else "mcpkit-stateful-short"
-)
-
 GRACE = 2.0  # each engine's shutdown grace, in virtual seconds
 HANDLER_TIMEOUT = 20.0  # side B bounds its handlers; side A starts them eagerly
 APP_ERROR = -32050
-
-
-class VirtualLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-type]
-    """An event loop whose clock moves only when the test says."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-
-    def time(self) -> float:
-        return self.now
-
-
-async def _settle() -> None:
-    """Run the loop until nothing is ready (no timer is due: time does not move)."""
-    loop = asyncio.get_running_loop()
-    for _ in range(10_000):
-        await asyncio.sleep(0)
-        if not loop._ready:  # type: ignore[attr-defined]
-            return
-    raise AssertionError("the loop never went quiet: something spins")
 
 
 class RecordingChannel(MemoryChannel):
@@ -258,7 +213,7 @@ class EngineMachine(RuleBasedStateMachine):
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         async def step() -> Any:
             out = await coro
-            await _settle()
+            await settle()
             return out
 
         return self.loop.run_until_complete(step())
@@ -352,14 +307,14 @@ class EngineMachine(RuleBasedStateMachine):
     def answer(self, pick: int, kind: str) -> None:
         handler = _pick(self._running(), pick)
         handler.commands.put_nowait((kind, pick))
-        self.run(_settle())
+        self.run(settle())
 
     @precondition(lambda self: self._running())
     @rule(pick=st.integers(0, 1_000))
     def progress(self, pick: int) -> None:
         handler = _pick(self._running(), pick)
         handler.commands.put_nowait(("progress", float(len(handler.sent_progress) + 1)))
-        self.run(_settle())
+        self.run(settle())
 
     @precondition(lambda self: self._running())
     @rule(pick=st.integers(0, 1_000), timeout=st.sampled_from([None, 1.0]), progress=st.booleans())
@@ -369,7 +324,7 @@ class EngineMachine(RuleBasedStateMachine):
         handler.busy = True  # from now: it awaits the nested call
         call = self._new_call(handler.side, timeout, progress, handler.key)
         handler.commands.put_nowait(("nested", call))
-        self.run(_settle())
+        self.run(settle())
 
     @precondition(lambda self: any(c.task is not None and not c.task.done() for c in self.calls.values()))
     @rule(pick=st.integers(0, 1_000))
@@ -379,13 +334,13 @@ class EngineMachine(RuleBasedStateMachine):
         call = _pick(tasks, pick)
         assert call.task is not None
         call.task.cancel()
-        self.run(_settle())
+        self.run(settle())
         assert call.outcome is not None
 
     @rule(seconds=st.sampled_from([0.5, 1.0, 3.0, 25.0]))
     def advance(self, seconds: float) -> None:
-        self.loop.now += seconds
-        self.run(_settle())
+        self.loop.advance(seconds)
+        self.run(settle())
 
     @precondition(lambda self: any(c.outcome is not None and c.rid is not None for c in self.calls.values()))
     @rule(pick=st.integers(0, 1_000), progress=st.booleans())
@@ -401,7 +356,7 @@ class EngineMachine(RuleBasedStateMachine):
         else:
             message = jsonrpc.encode_result(call.rid, {"k": call.key, "v": "again"})  # type: ignore[arg-type]
         sender.write(message)
-        self.run(_settle())
+        self.run(settle())
 
     @rule(
         side=st.sampled_from(["A", "B"]),
@@ -418,7 +373,7 @@ class EngineMachine(RuleBasedStateMachine):
             sender.write(jsonrpc.encode_error(None, -32700, "Parse error"))
         else:
             sender.write(b'{"jsonrpc": "2.0", "id": ')
-        self.run(_settle())
+        self.run(settle())
 
     @precondition(lambda self: self.closed_by is None)
     @rule(side=st.sampled_from(["A", "B"]))
@@ -430,10 +385,10 @@ class EngineMachine(RuleBasedStateMachine):
             self.closing = asyncio.create_task(self.engines[side].shutdown(GRACE))
 
         self.run(go())
-        self.loop.now += GRACE + 0.1
-        self.run(_settle())
-        self.loop.now += GRACE + 0.1
-        self.run(_settle())
+        self.loop.advance(GRACE + 0.1)
+        self.run(settle())
+        self.loop.advance(GRACE + 0.1)
+        self.run(settle())
         assert self.closing is not None and self.closing.done() and self.closing.exception() is None
         for other in ("A", "B"):
             assert self.engines[other].closed, f"{other} still open after {side} closed"

@@ -86,6 +86,8 @@ class LegacyHTTPSession:
         self.principal = principal
         self._clock = clock
         self.created = self.last_seen = clock()
+        #: Set when the session starts closing (DELETE, expiry, shutdown), before its streams end.
+        self.closed = False
         self.stream_limit = stream_limit
         self.history = history
         #: POST streams by the JSON-RPC id of the request they answer.
@@ -155,6 +157,7 @@ class LegacyHTTPSession:
         self.last_seen = self._clock()
 
     async def close(self) -> None:
+        self.closed = True
         for stream in list(self.streams.values()):
             stream.close()
         self.streams.clear()
