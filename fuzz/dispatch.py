@@ -93,7 +93,6 @@ class _Errors(logging.Handler):
 
 
 _errors = _Errors()
-logging.getLogger("mcpkit").addHandler(_errors)
 
 
 def _prologue(choice: int) -> list[dict[str, Any]]:
@@ -278,7 +277,12 @@ def _loop_run(data: bytes) -> list[dict[str, Any]]:
     if _loop is None:
         _loop = asyncio.new_event_loop()
     _errors.records.clear()
-    answers = _loop.run_until_complete(_serve(data[0] % 3, [line + b"\n" for line in lines]))
+    logger = logging.getLogger("mcpkit")
+    logger.addHandler(_errors)  # only while this input is served (tests share the process)
+    try:
+        answers = _loop.run_until_complete(_serve(data[0] % 3, [line + b"\n" for line in lines]))
+    finally:
+        logger.removeHandler(_errors)
     if _errors.records:
         record = _errors.records[0]
         raise Finding(f"logged at ERROR: {record.getMessage()} {record.exc_info!r}; lines {lines!r}")
