@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from ..protocol.errors import (
     RESOURCE_NOT_FOUND_LEGACY,
     MCPError,
 )
+from ..protocol.meta import CLIENT_CAPABILITIES
 from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import CallNext, Middleware
@@ -220,7 +222,8 @@ class ProxyServer(MCPServer):
             # call costs little more than a direct one): the backend answers it directly.
             result = await self._forward(
                 ctx,
-                lambda client, progress: client._call(
+                relay=("tools/call", params, t.CallToolResult),
+                op=lambda client, progress: client._call(
                     "tools/call",
                     params,
                     t.CallToolResult,
@@ -239,14 +242,18 @@ class ProxyServer(MCPServer):
 
     async def _get_prompt(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.GetPromptResult:
         result: t.GetPromptResult = await self._forward(
-            ctx, lambda client, _: client.get_prompt(name, arguments)
+            ctx,
+            lambda client, _: client.get_prompt(name, arguments),
+            relay=("prompts/get", {"name": name, "arguments": arguments}, t.GetPromptResult),
         )
         return result
 
     async def _read_resource(self, uri: str, ctx: Context) -> list[t.ResourceContents]:
         try:
             result: t.ReadResourceResult = await self._forward(
-                ctx, lambda client, _: client.read_resource(uri)
+                ctx,
+                lambda client, _: client.read_resource(uri),
+                relay=("resources/read", {"uri": uri}, t.ReadResourceResult),
             )
         except MCPError as exc:
             # Not found is -32002 through 2025-11-25 and -32602 after: answered in the
@@ -265,15 +272,30 @@ class ProxyServer(MCPServer):
             if session.client is not None and session.connected:
                 await session.client.send_roots_list_changed()
 
-    async def _forward(self, ctx: Context, op: Callable[[Client, Any], Awaitable[Any]]) -> Any:
-        """Run ``op`` on the caller's backend session, relaying the backend's questions."""
-        route = self._resume(ctx)
+    async def _forward(
+        self,
+        ctx: Context,
+        op: Callable[[Client, Any], Awaitable[Any]],
+        *,
+        relay: tuple[str, dict[str, Any], type[Any]] | None = None,
+    ) -> Any:
+        """Run ``op`` on the caller's backend session, relaying the backend's questions.
+
+        ``relay`` (method, params, result type): how to make the request by hand when both
+        sides are modern, so that the backend's ``input_required`` goes to the caller as it is.
+        """
+        route = self._resume(ctx) if ctx._trip is not None else None
         if route is None:
-            session = await self.pool.session_for(ctx)
-            try:
-                client = await session.get()
-            except (OSError, MCPError) as exc:
-                raise _unavailable(session, exc) from None
+            pool = self.pool
+            session = pool.default if pool.credentials is None else await pool.session_for(ctx)
+            client = session.client
+            if client is None or not session.connected:
+                try:
+                    client = await session.get()
+                except (OSError, MCPError) as exc:
+                    raise _unavailable(session, exc) from None
+            else:
+                session.last_used = time.monotonic()
             # A modern frontend's request ends (input_required) while the backend call waits
             # for the answer: the call runs in a task of its own. Otherwise it runs right here.
             direct = not ctx.is_modern or ctx.task_id is not None
@@ -282,9 +304,20 @@ class ProxyServer(MCPServer):
             scope = ctx.request.scope
             if scope is not None and scope.progress_token is not None:
                 progress = functools.partial(_progress, route)
+            # Both modern: one backend round per frontend round, the backend's input requests
+            # (keys, several at once) and its requestState carried through.
+            relayed = relay is not None and not direct and client.is_modern
             session.inflight.append(route)
             token = bind_route(route)
             try:
+                if relayed:
+                    assert relay is not None
+                    try:
+                        return await _relay(ctx, client, *relay, progress)
+                    except (MCPError, InputRequired):
+                        raise
+                    except Exception as exc:
+                        raise _unavailable(session, exc) from None
                 if direct:
                     try:
                         return await op(client, progress)
@@ -297,7 +330,7 @@ class ProxyServer(MCPServer):
                 route.call = call
             finally:
                 unbind_route(token)
-                if direct:
+                if direct or relayed:
                     session.inflight.remove(route)
         assert route.call is not None
         return await self._follow(ctx, route, route.call)
@@ -374,7 +407,7 @@ class ProxyServer(MCPServer):
         if trip is None:
             return None
         for key in trip.answers:
-            if not key.startswith(_KEY_PREFIX):
+            if not key.startswith(_KEY_PREFIX) or key == _STATE_KEY:
                 continue
             route = self._parked.get(key[len(_KEY_PREFIX) :].split("/", 1)[0])
             if route is None:
@@ -487,6 +520,53 @@ async def _lifespan(server: MCPServer) -> AsyncIterator[None]:
         server._started -= 1
         if server._started == 0:
             await server.stop()
+
+
+#: Where the backend's requestState is kept in the proxy's own sealed state.
+_STATE_KEY = f"{_KEY_PREFIX}state"
+
+
+async def _relay(
+    ctx: Context,
+    client: Client,
+    method: str,
+    params: dict[str, Any],
+    result_type: type[Any],
+    progress: Any,
+) -> Any:
+    """One round of a modern request to a modern backend, made by hand (basic/patterns/mrtr).
+
+    The caller's capabilities are declared for it (the backend asks only for what the caller
+    can answer); the caller's input responses go to the backend, and the backend's requestState
+    rides in the proxy's sealed state, bound to the caller like any other.
+    """
+    trip = ctx._trip
+    wire = dict(params)
+    if trip is not None:
+        answers = dict(trip.answers)
+        state = answers.pop(_STATE_KEY, None)
+        responses = {k: v for k, v in answers.items() if not k.startswith(_KEY_PREFIX)}
+        if responses:
+            wire["inputResponses"] = responses
+        if state is not None:
+            wire["requestState"] = state
+    wire = client._params(wire, declare_tasks=False)
+    wire["_meta"][CLIENT_CAPABILITIES] = ctx.client_capabilities
+    engine = client._session
+    if engine is None:
+        raise ConnectionError("the backend session has closed")
+    raw = await client._send(engine, method, wire, client.timeout, coalesced(progress))
+    body = msgspec.json.decode(raw)
+    if isinstance(body, dict) and body.get("resultType") == "input_required":
+        requests = body.get("inputRequests")
+        if trip is None or not isinstance(requests, dict) or not requests:
+            raise MCPError(INTERNAL_ERROR, "the backend asked for input it did not name")
+        trip.answers.clear()  # the backend keeps what it was told in its own requestState
+        state = body.get("requestState")
+        if isinstance(state, str):
+            trip.answers[_STATE_KEY] = state
+        raise InputRequired(requests)
+    return msgspec.json.decode(raw, type=result_type)
 
 
 async def _progress(route: Route, progress: float, total: float | None, message: str | None) -> None:
