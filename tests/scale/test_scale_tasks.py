@@ -287,6 +287,26 @@ def test_the_redis_store_is_chosen_from_the_environment(
     assert isinstance(named, RedisTaskStore) and named.backend.prefix == "from-env"
 
 
+def test_the_http_apps_redis_holds_the_tasks_too(monkeypatch: pytest.MonkeyPatch, shared_redis: str) -> None:
+    """Workers sharing sessions through HTTPSettings(redis_url=) share tasks there as well."""
+    monkeypatch.delenv("MCPKIT_REDIS_URL", raising=False)
+    server = MCPServer("s")
+    server.asgi_app(redis_url=shared_redis, redis_prefix="from-http")
+    chosen = server.tasks.store
+    assert isinstance(chosen, RedisTaskStore)
+    assert (chosen.backend.url, chosen.backend.prefix) == (shared_redis, "from-http")
+    # The tasks' own settings still decide when they say something.
+    kept = MCPServer("s", tasks=TaskSettings(redis_url=False))
+    kept.asgi_app(redis_url=shared_redis)
+    assert isinstance(kept.tasks.store, MemoryTaskStore)
+    prefixed = MCPServer("s", tasks=TaskSettings(redis_prefix="tasks-own"))
+    prefixed.asgi_app(redis_url=shared_redis, redis_prefix="from-http")
+    assert (
+        isinstance(prefixed.tasks.store, RedisTaskStore)
+        and prefixed.tasks.store.backend.prefix == "tasks-own"
+    )
+
+
 async def test_the_environment_is_read_when_the_first_task_is_made(
     monkeypatch: pytest.MonkeyPatch, shared_redis: str
 ) -> None:

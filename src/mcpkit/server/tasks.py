@@ -172,6 +172,17 @@ class TaskManager:
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._purged = 0.0
+        #: The Redis an HTTP app shares sessions on (``HTTPSettings.redis_url``): tasks go
+        #: there too unless the settings chose for them (see :meth:`share_with`).
+        self._shared_redis: tuple[str, str] | None = None
+
+    def share_with(self, redis_url: str, prefix: str) -> None:
+        """Keep tasks on ``redis_url`` (under ``prefix``) too, unless :class:`TaskSettings`
+        chose a store or ``redis_url`` of their own: the workers that share sessions must
+        share tasks, or a task made on one is unknown to the others."""
+        settings = self.settings
+        if settings.store is None and settings.redis_url is None and self._store is None:
+            self._shared_redis = (redis_url, prefix)
 
     @property
     def store(self) -> TaskStore:
@@ -179,7 +190,7 @@ class TaskManager:
         environment is read then: ``mcpkit run --redis`` sets it after the import)."""
         store = self._store
         if store is None:
-            store = self._store = _default_store(self.settings)
+            store = self._store = _default_store(self.settings, self._shared_redis)
             self._own_store = True
         return store
 
@@ -491,17 +502,21 @@ class TaskManager:
         return len(self._running)
 
 
-def _default_store(settings: TaskSettings) -> TaskStore:
-    """The store when none is given: Redis when a URL is (or the environment has one), as
-    legacy HTTP sessions and rate limits choose (``MCPKIT_REDIS_URL``, ``MCPKIT_REDIS_PREFIX``)."""
+def _default_store(settings: TaskSettings, shared: tuple[str, str] | None = None) -> TaskStore:
+    """The store when none is given: Redis when a URL is (the settings', else the one the HTTP
+    app shares sessions on, else the environment's), as legacy HTTP sessions and rate limits
+    choose (``MCPKIT_REDIS_URL``, ``MCPKIT_REDIS_PREFIX``)."""
     url = settings.redis_url
+    prefix = settings.redis_prefix
+    if url is None and shared is not None:
+        url, prefix = shared[0], prefix or shared[1]
     if url is None:
         url = os.environ.get("MCPKIT_REDIS_URL") or False
     if not url:
         return MemoryTaskStore()
     from ..scale.tasks import RedisTaskStore  # needs the redis extra: imported only when used
 
-    prefix = settings.redis_prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
+    prefix = prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
     return RedisTaskStore(url, prefix)
 
 

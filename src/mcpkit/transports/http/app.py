@@ -98,6 +98,10 @@ class StreamableHTTPApp(Lifetime, LegacyRoutes):
             from .shared import SharedSessionStore
 
             self.shared = SharedSessionStore(self, settings.redis_url, settings.redis_prefix)
+            # Workers sharing sessions must share tasks too (an MCPServer's TaskManager).
+            tasks = getattr(server, "tasks", None)
+            if tasks is not None:
+                tasks.share_with(settings.redis_url, settings.redis_prefix)
 
     # -- ASGI ----------------------------------------------------------------
 
