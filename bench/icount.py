@@ -25,6 +25,9 @@ Usage::
 ``--source DIR`` measures the mcpkit package under ``DIR`` (e.g. a ``git worktree`` of an older commit's
 ``src``) instead of this checkout's ``src``.
 
+``server --server floor-py|official`` counts the hand-written floor or the official SDK's server instead,
+for ratios in the same unit.
+
 ``--loop uvloop|asyncio`` sets ``MCPKIT_LOOP`` for the measured process (default: the environment's, else
 ``auto``: uvloop when installed), so the same call is counted on either event loop::
 
@@ -49,6 +52,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = Path(__file__).resolve()
+#: ``server --server NAME``: the other Python stdio servers of the benchmark, for the same count.
+PEER_SERVERS = {
+    "floor-py": ROOT / "bench" / "servers" / "floor_echo.py",
+    "official": ROOT / "bench" / "servers" / "official_echo.py",
+}
 TEXT = "hello"
 
 
@@ -152,7 +160,8 @@ def measure(args: argparse.Namespace, calls: int, out: Path) -> int:
     else:
         tool = ["valgrind", "-q", "--tool=callgrind", f"--callgrind-out-file={out}"]
     if args.side == "server":
-        drive_server([*tool, sys.executable, str(SERVER), "--serve"], env, args.mode, calls, args.batch)
+        server = [str(SERVER), "--serve"] if args.server == "mcpkit" else [str(PEER_SERVERS[args.server])]
+        drive_server([*tool, sys.executable, *server], env, args.mode, calls, args.batch)
     else:
         subprocess.run(
             [*tool, sys.executable, __file__, "--child", args.mode, str(calls), str(args.batch)],
@@ -216,6 +225,9 @@ def main() -> int:
     p.add_argument("--source", type=Path, default=ROOT / "src", help="directory holding the mcpkit package")
     p.add_argument("--strace", action="store_true", help="count read/write system calls instead")
     p.add_argument(
+        "--server", choices=("mcpkit", *PEER_SERVERS), default="mcpkit", help="server side: which server"
+    )
+    p.add_argument(
         "--loop", choices=("auto", "uvloop", "asyncio"), default=None, help="MCPKIT_LOOP, measured side"
     )
     args = p.parse_args()
@@ -227,8 +239,9 @@ def main() -> int:
         per = (b - a) / (args.calls - small)
     unit = "read/write system calls" if args.strace else "instructions"
     loop = args.loop or os.environ.get("MCPKIT_LOOP") or "auto"
+    what = "client" if args.side == "client" else args.server
     print(
-        f"{args.side} {args.mode} (MCPKIT_LOOP={loop}): {per:,.1f} {unit} per call "
+        f"{what} {args.mode} (MCPKIT_LOOP={loop}): {per:,.1f} {unit} per call "
         f"({small} calls: {a:,}; {args.calls} calls: {b:,}; {time.perf_counter() - t0:.0f} s)"
     )
     return 0
