@@ -9,10 +9,11 @@ in the same order every time.
 from __future__ import annotations
 
 import asyncio
+import os
 
 from hypothesis import HealthCheck, Phase, settings
 
-__all__ = ["PROFILE", "VirtualLoop", "settle"]
+__all__ = ["PROFILE", "TIMEOUT", "VirtualLoop", "settle"]
 
 
 class VirtualLoop(asyncio.SelectorEventLoop):  # type: ignore[misc,valid-type]
@@ -60,7 +61,8 @@ settings.register_profile(
 )
 settings.register_profile(
     "mcpkit-stateful-long",
-    max_examples=5_000,
+    # MCPKIT_HYPOTHESIS_EXAMPLES sets how long the search runs.
+    max_examples=int(os.environ.get("MCPKIT_HYPOTHESIS_EXAMPLES", "5000")),
     stateful_step_count=80,
     derandomize=False,
     deadline=None,
@@ -71,8 +73,6 @@ settings.register_profile(
 
 
 def _profile() -> str:
-    import os
-
     return (
         "mcpkit-stateful-long"
         if os.environ.get("MCPKIT_HYPOTHESIS_PROFILE") == "long"
@@ -81,3 +81,5 @@ def _profile() -> str:
 
 
 PROFILE = _profile()
+#: The per-test timeout (pytest-timeout) for a machine: none for the long search.
+TIMEOUT = 0 if PROFILE == "mcpkit-stateful-long" else 300

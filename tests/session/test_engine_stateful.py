@@ -26,7 +26,7 @@ Invariants, checked after every step:
 
 Profiles: ``make test`` runs the short, derandomized default. Set
 ``MCPKIT_HYPOTHESIS_PROFILE=long`` for a long randomized search (for ``make
-fuzz``), e.g. ``MCPKIT_HYPOTHESIS_PROFILE=long pytest tests/session/test_engine_stateful.py``.
+fuzz``), ``MCPKIT_HYPOTHESIS_EXAMPLES=N`` to set its length (default 5000 examples).
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from _virtual_loop import PROFILE, VirtualLoop, settle
+from _virtual_loop import PROFILE, TIMEOUT, VirtualLoop, settle
 from mcpkit.protocol import jsonrpc
 from mcpkit.protocol.errors import INTERNAL_ERROR, REQUEST_TIMEOUT, MCPError
 from mcpkit.protocol.jsonrpc import Notification, Request
 from mcpkit.session.channel import MemoryChannel
 from mcpkit.session.engine import Engine, SessionClosed
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 GRACE = 2.0  # each engine's shutdown grace, in virtual seconds
 HANDLER_TIMEOUT = 20.0  # side B bounds its handlers; side A starts them eagerly

@@ -25,7 +25,8 @@ Invariants, checked after every step:
   sent a complete response.
 
 Profiles: ``make test`` runs the short, derandomized default. Set
-``MCPKIT_HYPOTHESIS_PROFILE=long`` for a long randomized search (for ``make fuzz``).
+``MCPKIT_HYPOTHESIS_PROFILE=long`` for a long randomized search (for ``make fuzz``),
+``MCPKIT_HYPOTHESIS_EXAMPLES=N`` to set its length (default 5000 examples).
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from _virtual_loop import PROFILE, VirtualLoop, settle
+from _virtual_loop import PROFILE, TIMEOUT, VirtualLoop, settle
 from mcpkit import Context, MCPServer
 from mcpkit.protocol.errors import REQUEST_TIMEOUT, MCPError
 from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(TIMEOUT)
 
 LEGACY = "2025-11-25"
 IDLE = 100.0  # session_idle_timeout, virtual seconds
