@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import struct
 from collections.abc import AsyncIterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -222,6 +223,34 @@ async def test_a_backend_dying_before_answering_is_a_502_not_retried() -> None:
                 assert len(seen) == 1
                 assert [(r.backend, r.status, r.refused) for r in proxy.log] == [(0, 502, [])]
                 assert b.seen == []  # not replayed on the other backend
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_backend_resetting_connections_as_they_open_is_never_a_500() -> None:
+    """Found by the soak: a worker dying as the proxy's connection opened made httpcore ask
+    anyio about a socket already closed (AttributeError), which became uvicorn's 500. Such
+    a connection failed before anything was sent: the next backend answers; a reset after
+    the request went out is a 502."""
+
+    async def resets(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(resets, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with backends("b") as (b,):
+            async with RoundRobinProxy([f"http://127.0.0.1:{port}", b.url]) as proxy:
+                async with httpx.AsyncClient(base_url=proxy.url, timeout=5) as client:
+                    for _ in range(20):
+                        proxy.next_backend = 0
+                        response = await client.get("/x")
+                        assert response.status_code in (200, 502), (response.status_code, response.text)
+                        if response.status_code == 200:
+                            assert response.headers["x-backend"] == "b"
     finally:
         server.close()
         await server.wait_closed()

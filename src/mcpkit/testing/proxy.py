@@ -236,6 +236,12 @@ class RoundRobinProxy:
             except (httpx.ConnectError, httpx.ConnectTimeout):
                 entry.refused.append(index)
                 continue
+            except AttributeError:
+                # A backend dying as the connection opens: httpcore 1.0.9 asks anyio 4.16 for
+                # the new stream's TLS object, which reads the peer name of a socket already
+                # closed (``None.getpeername``). Nothing was sent yet: the connection failed.
+                entry.refused.append(index)
+                continue
             except httpx.TransportError:
                 # The backend took the request and died before its response began: the
                 # request may have run, so it is not sent elsewhere. A gateway answers
