@@ -13,6 +13,10 @@ Phases (each interleaves its peers in shuffled order within every repetition and
    with ``RateLimit`` + ``AccessLog``, and with tracing off and on (ratios to plain in the same run).
 8. ``proxy``   - ``proxy_bench.py``: 100 ``tools/call`` through ``MCPServer.proxy`` vs 100 direct ones
    (stdio backend; wall and CPU time; target: proxied at most 1.5x direct).
+9. ``connections`` - ``connections_bench.py``: wrk at 1-1,000 connections, memory per idle legacy session
+   (10,000) and per open GET / ``subscriptions/listen`` stream (1,000), change fan-out; with/without Redis.
+10. ``latency`` - ``latency_bench.py``: open-loop ``tools/call`` p50/p99/p99.9 at 50% and 90% of each
+   server's measured maximum, stdio and HTTP.
 
 Peers (``peers.py``): mcpkit, official (``mcp``), fastmcp (own venv, installed on first use), ts-sdk (npm,
 into ``.cache/bench-node``, installed on first use), floor-py, floor-node. Every mcpkit process in the run
@@ -46,8 +50,10 @@ from pathlib import Path
 from typing import Any
 
 import client_bench
+import connections_bench
 import growth_bench
 import http_bench
+import latency_bench
 import middleware_bench
 import proxy_bench
 import scale_bench
@@ -66,7 +72,18 @@ from common import (
 )
 from peers import ALL_PEERS, CORE_PEERS, setup_peers
 
-PHASES = ("stdio", "http", "startup", "growth", "client", "scale", "middleware", "proxy")
+PHASES = (
+    "stdio",
+    "http",
+    "startup",
+    "growth",
+    "client",
+    "scale",
+    "middleware",
+    "proxy",
+    "connections",
+    "latency",
+)
 MAIN_PACKAGES = (
     "mcp",
     "mcp-types",
@@ -227,6 +244,29 @@ def phase_proxy(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> 
     return report, proxy_bench.summary(stats), bool(stats.failures)
 
 
+def phase_connections(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    assert wrk is not None
+    rows = [r for r in connections_bench.ALL_ROWS if r in connections_bench.MCPKIT_ROWS or r in peers]
+    settings = connections_bench.make_settings(cfg.smoke, cfg.seed, rows)
+    results, info = connections_bench.run(wrk, settings, source, cfg.scale_redis_url)
+    if not cfg.smoke:
+        connections_bench.write_plots(results, settings)
+    report = connections_bench.render_report(results, settings, info, level="##")
+    return report, connections_bench.summary(results), connections_bench.failed(results)
+
+
+def phase_latency(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    assert wrk is not None
+    settings = latency_bench.make_settings(
+        cfg.smoke, cfg.seed, [p for p in latency_bench.PEERS if p in peers]
+    )
+    cells = latency_bench.bench(wrk, settings, source)
+    if not cfg.smoke:
+        latency_bench.write_plots(cells, settings)
+    report = latency_bench.render_report(cells, settings, latency_bench.info_lines(settings, wrk), level="##")
+    return report, latency_bench.summary(cells), latency_bench.failed(cells)
+
+
 PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str, Any, bool]]] = {
     "stdio": phase_stdio,
     "http": phase_http,
@@ -236,6 +276,8 @@ PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str,
     "scale": phase_scale,
     "middleware": phase_middleware,
     "proxy": phase_proxy,
+    "connections": phase_connections,
+    "latency": phase_latency,
 }
 SECTION_NAMES = {
     "stdio": stdio_bench.SECTION,
@@ -246,6 +288,8 @@ SECTION_NAMES = {
     "scale": scale_bench.SECTION,
     "middleware": middleware_bench.SECTION,
     "proxy": proxy_bench.SECTION,
+    "connections": connections_bench.SECTION,
+    "latency": latency_bench.SECTION,
 }
 
 
@@ -446,6 +490,35 @@ def targets(run: Run) -> list[Target]:
             "ms",
         )
     )
+    conn = data("connections") or {}
+    kib = conn.get("session_kib", {})
+    r = _ratio(kib.get("mcpkit"), kib.get("official"))
+    out.append(
+        Target(
+            "idle legacy session memory ≤ 1/4 of official",
+            kib.get("mcpkit"),
+            "official KiB",
+            kib.get("official"),
+            r,
+            "mcpkit ÷ official ≤ 0.25",
+            at_most(r, 0.25),
+            "KiB",
+        )
+    )
+    for kind in ("listen", "get"):
+        last = conn.get("fanout_ms", {}).get("mcpkit", {}).get(kind)
+        out.append(
+            Target(
+                f"one change to every open {kind} stream (1,000 in the full run), one worker, < 100 ms",
+                None if last is None else last[1],
+                "",
+                None,
+                None if last is None else last[1],
+                "time to the last stream < 100 ms",
+                None if last is None else last[1] < 100.0,
+                "ms",
+            )
+        )
     return out
 
 
@@ -461,7 +534,8 @@ def render_targets(items: list[Target]) -> str:
         if t.peer_label:
             value = "n/a" if t.value is None else f"{t.value:.2f}x"
         else:
-            value = "n/a" if t.value is None else f"{t.value:+.2f} MiB"
+            shown = f"{t.value:+.2f} MiB" if t.unit == "MiB" else f"{t.value:.1f} {t.unit}"
+            value = "n/a" if t.value is None else shown
         met = "n/a (not measured)" if t.met is None else ("**yes**" if t.met else "**NO**")
         lines.append(f"| {t.label} | {mine} | {peer} | {value} | {t.requirement} | {met} |")
     return "\n".join(lines)
@@ -580,7 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average before: {load_before}", file=sys.stderr, flush=True)
     setup = setup_peers(cfg.peers)
     wrk, wrk_notes = (None, [])
-    if {"http", "growth", "scale"} & set(cfg.phases):
+    if {"http", "growth", "scale", "connections", "latency"} & set(cfg.phases):
         wrk, wrk_notes = http_bench.ensure_wrk()
     source = mcpkit_source()
     run = Run(cfg)

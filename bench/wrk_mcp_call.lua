@@ -112,8 +112,8 @@ function done(summary, latency, requests)
    io.write(string.format(
       'WRK_RESULT {"duration_us":%d,"requests":%d,"bytes":%d,"connect":%d,"read":%d,"write":%d,'
          .. '"status":%d,"timeout":%d,"sent":%d,"checked":%d,"bad":%d,"p50_us":%.1f,"p90_us":%.1f,'
-         .. '"p99_us":%.1f,"max_us":%.1f,"mean_us":%.1f,"first_bad":%s}\n',
+         .. '"p99_us":%.1f,"p999_us":%.1f,"max_us":%.1f,"mean_us":%.1f,"first_bad":%s}\n',
       summary.duration, summary.requests, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
       t_sent, t_checked, t_bad, latency:percentile(50), latency:percentile(90), latency:percentile(99),
-      latency.max, latency.mean, json_string(t_first)))
+      latency:percentile(99.9), latency.max, latency.mean, json_string(t_first)))
 end
