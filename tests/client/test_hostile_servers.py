@@ -80,6 +80,28 @@ def test_a_1_gib_answer_fails_its_call_with_bounded_memory(
     assert report["ok_after"] == "ok"  # one bad answer does not end the connection
 
 
+def test_a_1_gib_event_on_the_legacy_sse_stream_fails_the_call_and_closes_cleanly(http_url: str) -> None:
+    # 2024-11-05 HTTP+SSE: one stream carries every answer, so past an event too large to
+    # read the connection cannot go on; the call fails naming the limit, later ones are told
+    # the connection closed.
+    sse_url = http_url.removesuffix("/mcp") + "/sse"
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), "http", sse_url, "big_event", "60", "sse"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["error"]["code"] == MESSAGE_TOO_LARGE, report
+    assert "max_message_bytes" in report["error"]["message"]
+    assert report["seconds"] < 10
+    assert report["peak_growth_kib"] * 1024 < 2 * DEFAULT_MAX_MESSAGE_BYTES, report
+    assert report["ok_after_error"] == {"closed": "SessionClosed", "message": "connection closed"}
+    assert report["close_seconds"] < 5
+
+
 def test_an_http_body_declared_too_large_is_refused_before_it_is_read(http_url: str) -> None:
     report = attack("http", "big", 30, http_url)
     assert report["error"]["code"] == MESSAGE_TOO_LARGE

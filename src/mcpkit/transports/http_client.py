@@ -467,7 +467,9 @@ class StreamableHTTPChannel(_ChannelBase):
             if self.protocol_version:
                 headers["mcp-protocol-version"] = self.protocol_version
             with contextlib.suppress(httpx.HTTPError):
-                await self.http.delete(self.url, headers=headers, timeout=5.0)
+                # Streamed and not read: only the status matters, whatever size the body.
+                async with self.http.stream("DELETE", self.url, headers=headers, timeout=5.0):
+                    pass
         await self._close_base()
 
 
@@ -489,6 +491,8 @@ class SSEClientChannel(_ChannelBase):
         self.connect_timeout = connect_timeout
         self._ready = asyncio.Event()
         self._stream_task: asyncio.Task[None] | None = None
+        #: Our requests not answered yet: failed by name if the stream breaks on a too-large event.
+        self._unanswered: set[int | str] = set()
 
     async def connect(self) -> None:
         """Open the SSE stream and wait for its ``endpoint`` event."""
@@ -518,11 +522,21 @@ class SSEClientChannel(_ChannelBase):
                         self.endpoint = endpoint
                         self._ready.set()
                     elif event.data:
-                        await self._deliver(event.data.encode())
+                        data = event.data.encode()
+                        if self._unanswered:
+                            with contextlib.suppress(msgspec.DecodeError, RecursionError):
+                                reply = _reply.decode(data)
+                                if isinstance(reply.method, msgspec.UnsetType) and reply.id is not None:
+                                    self._unanswered.discard(reply.id)
+                        await self._deliver(data)
         except SSEEventTooLarge as exc:
             # One stream carries every answer: past an event too large to read, none can
-            # be trusted to come. The connection ends; pending requests fail.
+            # be trusted to come. The connection ends; every unanswered request fails, naming
+            # the limit (the event may have been any of their answers).
             logger.warning("%s; closing the connection to %s", exc, self.url)
+            for rid in sorted(self._unanswered, key=str):
+                self._push(_too_large_error(rid, f"{exc} (from {self.url})", self.max_message_bytes))
+            self._unanswered.clear()
         except httpx.HTTPError as exc:
             logger.debug("SSE stream ended: %s", exc)
         finally:
@@ -531,6 +545,9 @@ class SSEClientChannel(_ChannelBase):
 
     def write(self, data: bytes, related: int | str | None = None) -> None:
         if not self.closed:
+            cancelled = _cancelled_id(data)
+            if cancelled is not None:
+                self._unanswered.discard(cancelled)  # the session gave up on it
             self._spawn(self._post(data))
 
     def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
@@ -544,21 +561,22 @@ class SSEClientChannel(_ChannelBase):
         message = _envelope.decode(data)
         request_id = _request_id(message)
         is_request = request_id is not None
+        if request_id is not None:
+            self._unanswered.add(request_id)
         headers = {"content-type": "application/json", **self.headers}
         try:
-            response = await self.http.post(self.endpoint, content=data, headers=headers)
+            # Streamed and never read: the answer comes on the SSE stream, and a hostile
+            # server's body here (of any size) is not ours to buffer.
+            async with self.http.stream("POST", self.endpoint, content=data, headers=headers) as response:
+                status = response.status_code
         except httpx.HTTPError as exc:
             if is_request:
+                self._unanswered.discard(request_id)
                 self._push(_transport_error(request_id, None, f"HTTP request failed: {exc}"))
             return
-        if response.status_code >= 400 and is_request:
-            self._push(
-                _transport_error(
-                    request_id,
-                    response.status_code,
-                    f"HTTP {response.status_code} from {self.endpoint}",
-                )
-            )
+        if status >= 400 and is_request:
+            self._unanswered.discard(request_id)
+            self._push(_transport_error(request_id, status, f"HTTP {status} from {self.endpoint}"))
 
     async def close(self) -> None:
         await self._close_base()

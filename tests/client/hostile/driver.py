@@ -3,7 +3,7 @@ as one JSON line, what it cost: the time the call took, how it failed, the growt
 this process's memory (peak resident set, from ``/proc/self/status``), and whether
 the client still answered afterwards.
 
-Usage: ``driver.py stdio ATTACK TIMEOUT`` or ``driver.py http URL ATTACK TIMEOUT``.
+Usage: ``driver.py stdio ATTACK TIMEOUT`` or ``driver.py http URL ATTACK TIMEOUT [sse]``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def memory_kib() -> dict[str, int]:
     return out
 
 
-async def run(target: Any, attack: str, timeout: float) -> dict[str, Any]:
+async def run(target: Any, attack: str, timeout: float, transport: str = "auto") -> dict[str, Any]:
     seen = {"logs": 0, "progress": 0, "last_progress": 0.0}
 
     async def slow_log(params: Any) -> None:
@@ -45,7 +45,8 @@ async def run(target: Any, attack: str, timeout: float) -> dict[str, Any]:
         await asyncio.sleep(0.001)
 
     report: dict[str, Any] = {"attack": attack}
-    client = Client(target, protocol=PROTOCOL, timeout=timeout, log_handler=slow_log)
+    options: dict[str, Any] = {"transport": transport} if transport != "auto" else {}
+    client = Client(target, protocol=PROTOCOL, timeout=timeout, log_handler=slow_log, **options)
     async with client:
         await client.list_tools()
         before = memory_kib()
@@ -67,6 +68,8 @@ async def run(target: Any, attack: str, timeout: float) -> dict[str, Any]:
             report["ok_after"] = " ".join(getattr(c, "text", "") for c in after_ok.content)
         except MCPError as exc:
             report["ok_after_error"] = {"code": exc.code, "message": exc.message}
+        except ConnectionError as exc:  # the connection was ended (unrecoverable stream)
+            report["ok_after_error"] = {"closed": type(exc).__name__, "message": str(exc)}
         report["ok_after_seconds"] = round(time.monotonic() - start, 3)
         closing = time.monotonic()
     report["close_seconds"] = round(time.monotonic() - closing, 3)
@@ -80,7 +83,8 @@ def main() -> None:
         attack, timeout = args[1], float(args[2])
     else:
         target, attack, timeout = args[1], args[2], float(args[3])
-    print(json.dumps(asyncio.run(run(target, attack, timeout))), flush=True)
+    transport = args[4] if len(args) > 4 else "auto"
+    print(json.dumps(asyncio.run(run(target, attack, timeout, transport))), flush=True)
 
 
 if __name__ == "__main__":

@@ -237,16 +237,28 @@ class _Stdio:
 
 
 class _HTTP:
+    """Streamable HTTP at /mcp; the 2024-11-05 HTTP+SSE transport at /sse (GET) and /messages."""
+
+    def __init__(self) -> None:
+        self.legacy: asyncio.Queue[bytes] = asyncio.Queue()
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             lines = head.decode("latin-1").split("\r\n")
-            method = lines[0].split(" ", 1)[0]
+            method, path = lines[0].split(" ")[:2]
             headers = {
                 k.strip().lower(): v.strip()
                 for k, _, v in (line.partition(":") for line in lines[1:] if line)
             }
             body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
+            if method == "GET" and path == "/sse":
+                await self.stream(writer, "text/event-stream", self._legacy_stream())
+                return
+            if method == "POST" and path == "/messages":
+                await self.send(writer, 202, b"", "text/plain")
+                self._legacy_post(json.loads(body))
+                return
             if method != "POST":
                 await self.send(writer, 405, b"", "text/plain")
                 return
@@ -333,6 +345,25 @@ class _HTTP:
             )
         else:
             await self.send(writer, 200, _answer(rid, _result("ok")), "application/json")
+
+    async def _legacy_stream(self) -> Any:
+        self.legacy = queue = asyncio.Queue()  # one client at a time: the newest stream
+        yield b"event: endpoint\ndata: /messages\n\n"
+        while True:
+            yield await queue.get()
+
+    def _legacy_post(self, message: dict[str, Any]) -> None:
+        params = message.get("params") or {}
+        if message.get("method") == "tools/call" and params.get("name") == "big_event":
+            for chunk in self._big_event(message["id"]):
+                self.legacy.put_nowait(chunk)
+            return
+        if message.get("method") == "tools/call":
+            result: dict[str, Any] | None = _result("ok")
+        else:
+            result = answer_plain(message)
+        if result is not None:
+            self.legacy.put_nowait(b"data: " + _answer(message["id"], result).rstrip(b"\n") + b"\n\n")
 
     @staticmethod
     def _big_event(rid: Any) -> Iterator[bytes]:
