@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ipaddress
+import re
 import socket
 import sys
 from typing import Any
@@ -14,7 +15,18 @@ from typing import Any
 from ..server import MCPServer
 from ..transports.loop import run as run_loop
 
-__all__ = ["add_serving_arguments", "is_loopback", "serve"]
+__all__ = ["add_serving_arguments", "byte_size", "is_loopback", "serve"]
+
+
+def byte_size(text: str) -> int:
+    """An argparse type for a byte count: ``1048576``, ``512K``, ``10M``, ``1G`` (binary multiples)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)i?b?\s*", text.lower())
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (a number of bytes, or with K, M or G)")
+    value = int(match.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[match.group(2)]
+    if value < 1:
+        raise argparse.ArgumentTypeError("a size must be at least 1 byte")
+    return value
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._serving import serve
+from .._serving import add_serving_arguments, serve
 from .guard import AddressPolicy, FetchRefused, check_url, parse_ipv4_number
 from .server import (
     DEFAULT_MAX_BYTES,
@@ -129,16 +129,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         metavar="PATH",
         help="trust the certificates in PATH (PEM) for https instead of the default bundle",
     )
-    serving = parser.add_argument_group("serving")
-    serving.add_argument(
-        "--transport", choices=["stdio", "http"], default="stdio", help="stdio (default) or Streamable HTTP"
-    )
-    serving.add_argument(
-        "--host", default="127.0.0.1", help="http: the address to listen on (default: loopback only)"
-    )
-    serving.add_argument(
-        "--port", type=int, default=8000, help="http: the port (default 8000; 0 picks a free one)"
-    )
+    add_serving_arguments(parser)
     return parser
 
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from collections.abc import Sequence
 
 from ...server import MCPServer
-from .._serving import serve
+from .._serving import byte_size, serve
 from ._access import Access, RootsPolicy, Settings
 from ._sandbox import AllowedDir, FsError
 from ._tools import READ_TOOLS, WRITE_TOOLS, register_tools
@@ -74,17 +73,6 @@ def build_server(
     return server
 
 
-def _size(text: str) -> int:
-    """A byte count: ``1048576``, ``512K``, ``10M``, ``1G`` (binary multiples)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)i?b?\s*", text.lower())
-    if match is None:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (a number of bytes, or with K, M or G)")
-    value = int(match.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[match.group(2)]
-    if value < 1:
-        raise argparse.ArgumentTypeError("a size must be at least 1 byte")
-    return value
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -134,14 +122,14 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-read-bytes",
-        type=_size,
+        type=byte_size,
         default=1 << 20,
         metavar="SIZE",
         help="most bytes one call reads, all files together (default 1M; K, M, G suffixes)",
     )
     parser.add_argument(
         "--max-write-bytes",
-        type=_size,
+        type=byte_size,
         default=1 << 20,
         metavar="SIZE",
         help="most bytes one call writes (default 1M)",

@@ -20,11 +20,9 @@ from collections.abc import Sequence
 from ...protocol.skills import MAX_SKILL_BYTES, MAX_SKILL_RESOURCES, SkillError
 from ...server import MCPServer
 from ...server.skills import SkillSettings
-from .._serving import add_serving_arguments, serve
+from .._serving import add_serving_arguments, byte_size, serve
 
 __all__ = ["build_parser", "build_server", "main"]
-
-_SUFFIXES = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def build_server(
@@ -45,20 +43,6 @@ def build_server(
     )
     server.add_skills(*directories, prefix=prefix, settings=settings)
     return server
-
-
-def _size(text: str) -> int:
-    raw = text.strip().upper().removesuffix("B")
-    unit = raw[-1:] if raw[-1:] in _SUFFIXES else ""
-    try:
-        value = int(float(raw[: len(raw) - len(unit)]) * _SUFFIXES[unit])
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not a size: {text!r} (a number of bytes, or with K, M or G)"
-        ) from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("a size must be at least 1 byte")
-    return value
 
 
 def _seconds(text: str) -> float | None:
@@ -111,14 +95,14 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-file-bytes",
-        type=_size,
+        type=byte_size,
         default=MAX_SKILL_BYTES,
         metavar="SIZE",
         help="largest file served (default 16M; K, M, G suffixes)",
     )
     parser.add_argument(
         "--max-skill-bytes",
-        type=_size,
+        type=byte_size,
         default=MAX_SKILL_BYTES,
         metavar="SIZE",
         help="largest skill, its files summed (default 16M: what every host accepts)",
