@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import Run, run_in_pty
 
-from mcpkit.cli._safe_text import escape_json_text, safe_text
+from mcpkit.host._safe_text import escape_json_text, safe_text
 
 HOSTILE = Path(__file__).resolve().parents[1] / "client" / "hostile" / "server.py"
 SERVER = ["--", sys.executable, str(HOSTILE), "stdio"]
@@ -119,3 +119,4 @@ def test_json_escaping_is_the_same_value() -> None:
     assert json.loads(dumped) == value
     for char in ("\x9b", "\u202e", "\u2028", "\x7f"):
         assert char not in dumped
+

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..host._safe_text import safe_text
 from ..protocol.errors import HTTP_TRANSPORT_ERROR
 from ._output import EXIT_CONNECT, EXIT_ERROR, EXIT_PROTOCOL, CLIError, Console, Spinner
-from ._safe_text import safe_text
 from ._target import DEFAULT_TIMEOUT, Target
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from ._safe_text import escape_json_text, safe_text
+from ..host._safe_text import escape_json_text, safe_text
 
 __all__ = [
     "EXIT_CONNECT",

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
+from ..host._safe_text import safe_text
 from ._output import Console
-from ._safe_text import safe_text
 
 if TYPE_CHECKING:
     from ..protocol import types as t

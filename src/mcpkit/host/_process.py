@@ -10,6 +10,7 @@ from typing import Any
 from ..protocol.errors import MCPError
 from ..protocol.framing import Oversized
 from ..transports.stdio import ProcessChannel
+from ._safe_text import safe_text
 
 __all__ = ["StderrTail", "WatchedChannel"]
 
@@ -92,7 +93,8 @@ class StderrTail:
         if callable(target):
             target(data)
         elif target is None:
-            sys.stderr.write(data.decode("utf-8", "replace"))
+            # A server's stderr reaches the user's terminal: its escape sequences must not act there.
+            sys.stderr.write(safe_text(data.decode("utf-8", "replace")))
         elif isinstance(target, int):
             if target >= 0:  # subprocess.DEVNULL and friends are negative: dropped
                 os.write(target, data)
@@ -102,4 +104,4 @@ class StderrTail:
     def summary(self) -> str:
         """``"; stderr: <last line>"``, or nothing."""
         lines = [line.strip() for line in self._data.decode("utf-8", "replace").splitlines() if line.strip()]
-        return f"; stderr: {lines[-1][:200]}" if lines else ""
+        return f"; stderr: {safe_text(lines[-1][:200])}" if lines else ""

@@ -1,4 +1,5 @@
-"""Server text made safe for a terminal: the one place the CLI neutralises control characters.
+"""Server text made safe for a terminal: the one place control characters are neutralised
+(the CLI, the host and the gateway all print through it).
 
 A server's tool descriptions, results, log messages, errors, name and instructions
 are untrusted text. Printed raw, escape sequences in them act on the user's
