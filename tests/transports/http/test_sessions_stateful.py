@@ -519,6 +519,9 @@ class SessionMachine(RuleBasedStateMachine):
         response = self.post(call.session, note)
         assert response.status == 202
         assert call.ended is not None, "a cancelled handler runs on"
+        # No answer is due: its open response ends (202 if nothing was sent yet).
+        for view in call.views():
+            assert view.task.done(), "the response of a cancelled request stays open"
 
     @precondition(lambda self: self.running())
     @rule(pick=st.integers(0, 100))
@@ -561,6 +564,13 @@ class SessionMachine(RuleBasedStateMachine):
         assert {s.id for s in self.app.sessions} == {s.sid for s in self.alive()}
 
     @invariant()
+    def no_stream_outlives_its_request(self) -> None:
+        running = {(c.session.sid, c.rid) for c in self.calls.values() if c.ended is None}
+        for session in self.app.sessions:
+            for rid in session.request_streams:
+                assert (session.id, rid) in running, f"a stream for finished request {rid!r} is kept"
+
+    @invariant()
     def no_exchange_failed(self) -> None:
         for exchange in self.exchanges:
             if exchange.task.done():
@@ -581,6 +591,7 @@ class SessionMachine(RuleBasedStateMachine):
             assert len(finals) <= 1, f"call {call.key} answered {len(finals)} times: {finals}"
             if call.cancelled:
                 # Cancelled: no answer, or one that was already on its way.
+                assert call.post.status in (None, 200, 202), call.post.status
                 continue
             if finals:
                 final = finals[0]
@@ -710,5 +721,25 @@ def test_sse_polling_for_a_client_that_takes_only_json_still_answers_it() -> Non
         assert call.post.status is None  # no SSE to poll with: the answer is still awaited
         machine.handler_acts(0, "done")
         assert call.post.status == 200 and call.post.messages()[0]["id"] == 5
+    finally:
+        machine.teardown()
+
+
+def test_a_cancelled_request_ends_its_response_and_its_stream_is_forgotten() -> None:
+    """Before: the POST stayed open (keepalives only) and the request's stream stayed
+    in the session until it ended, one more for every cancelled request."""
+    machine = SessionMachine()
+    try:
+        machine.a_session_with_a_call(progress=False, first=None)
+        call = machine.calls[1]
+        machine.cancel(0)
+        assert call.post.status == 202 and call.post.complete and call.post.messages() == []
+        (session,) = list(machine.app.sessions)
+        assert session.request_streams == {} and list(session.streams) == [session.standalone.stream_id]
+        machine.a_session_with_a_call(progress=True, first="progress")  # a second call, streaming
+        streaming = machine.calls[2]
+        machine.cancel(1)
+        assert streaming.post.status == 200 and streaming.post.complete  # the SSE stream ends
+        assert machine.calls[2].finals() == []
     finally:
         machine.teardown()

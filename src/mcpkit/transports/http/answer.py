@@ -113,7 +113,7 @@ async def answer(
         item: StreamItem | None = first
         while item is None or not item.final:
             if item is None:
-                if _ended(engine, session):
+                if _ended(engine, session) or stream.finished:
                     await _ended_early(
                         settings, stream, engine, request_id, receive, send, form, session, extra
                     )
@@ -196,6 +196,10 @@ async def _ended_early(
     polling (``Context.close_sse_stream``): an SSE response holding just the
     priming event, from which the client resumes with ``Last-Event-ID``.
     """
+    if stream.finished:
+        # Its handler ended with no answer (cancelled): none is due, nothing to resume.
+        await respond(send, 202, headers=extra or ())
+        return
     if _ended(engine, session) or session is None or not form.sse:
         await jsonrpc_error(send, 404, request_id, INVALID_REQUEST, "Session not found")
         return

@@ -182,6 +182,7 @@ class LegacyRoutes:
         """
         stream = session.open_stream(request.id)
         session.engine.submit(request)
+        session.engine.when_done(request.id, lambda: session.end_unanswered(stream))
         if claims:
             assert self.shared is not None
             self.shared.release_when_done(session, request.id)

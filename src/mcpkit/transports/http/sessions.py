@@ -140,6 +140,19 @@ class LegacyHTTPSession:
         if stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
             del self.request_streams[stream.request_id]
 
+    def end_unanswered(self, stream: ResponseStream) -> None:
+        """The handler of ``stream``'s request ended with no answer: it was cancelled
+        (notifications/cancelled; basic/utilities/cancellation: none is due). End its
+        response and forget the stream, which would otherwise stay until the session ends."""
+        if stream.finished:
+            return
+        stream.finished = True
+        stream.close()
+        if not stream.queue:
+            self.forget_stream(stream)
+        elif stream.request_id is not None and self.request_streams.get(stream.request_id) is stream:
+            del self.request_streams[stream.request_id]
+
     def close_request_stream(self, request_id: int | str) -> None:
         """End the live response for a request; the client resumes with Last-Event-ID."""
         stream = self.request_streams.get(request_id)
