@@ -59,7 +59,8 @@ async def test_an_id_cancelled_before_its_task_ran_can_be_used_again(initialized
     engine = make_server().connect(ours)
     runner = asyncio.create_task(engine.run())
     if initialized:
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+        client = {"name": "t", "version": "0"}
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
         peer.write(line({"id": "init", "method": "initialize", "params": init}))
         assert "result" in await read_answer(peer, "init")
         peer.write(line({"method": "notifications/initialized"}))
