@@ -396,7 +396,9 @@ async def slow_body(port: int, rid: int, pieces: int = 4, gap: float = 0.25) -> 
             await asyncio.sleep(gap)
         async with asyncio.timeout(15):
             raw = await reader.read(-1)
-    except (OSError, asyncio.IncompleteReadError) as exc:
+    except (OSError, asyncio.IncompleteReadError, RuntimeError) as exc:
+        # RuntimeError: asyncio's "unable to perform operation on ... the handler is closed",
+        # a write after the worker closed the connection (it was killed or drained).
         raise Cut(f"{type(exc).__name__}: {exc}") from exc
     finally:
         writer.close()
