@@ -33,6 +33,9 @@ __all__ = ["RedisBackend", "RedisUnavailable", "redact"]
 logger = logging.getLogger("mcpkit.scale")
 
 T = TypeVar("T")
+#: Connections to Redis one worker may open: one per open GET stream (blocking XREAD), plus the
+#: pipelined writes and pub/sub. Redis's own default ``maxclients`` is 10,000.
+MAX_CONNECTIONS = 10_000
 Handler = Callable[[bytes], None]
 Command = Callable[[Any], None]  # adds commands to a pipeline
 
@@ -71,6 +74,7 @@ class RedisBackend:
         timeout: float = 2.0,
         max_backlog: int = 5_000,
         retry_writes_for: float = 15.0,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.url = url
         self.prefix = prefix
@@ -86,6 +90,9 @@ class RedisBackend:
             # A quick second try rides out a dropped connection (Redis restarted);
             # longer outages surface at once as RedisUnavailable (503), not as stalls.
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
+            # Every open GET stream holds a connection in XREAD BLOCK; redis-py's asyncio
+            # pool stops at 100 by default, which refused the 101st stream of a worker (503).
+            max_connections=max_connections,
         )
         self._handlers: dict[str, Handler] = {}
         self._writes: deque[Command] = deque()
@@ -160,12 +167,15 @@ class RedisBackend:
             self._wake.clear()
             while self._writes:
                 batch = list(self._writes)
-                pipe = self.client.pipeline(transaction=False)
-                for command in batch:
-                    command(pipe)
                 deadline = time.monotonic() + self.retry_writes_for
                 delay = 0.05
                 while True:
+                    # A new pipeline for every attempt: a failed execute() empties the
+                    # pipeline (redis-py resets it), so retrying the same one sent nothing
+                    # and the batch was dropped as if written (found by the soak).
+                    pipe = self.client.pipeline(transaction=False)
+                    for command in batch:
+                        command(pipe)
                     try:
                         results = await pipe.execute(raise_on_error=False)
                         break
