@@ -17,6 +17,10 @@ Phases (each interleaves its peers in shuffled order within every repetition and
    (10,000) and per open GET / ``subscriptions/listen`` stream (1,000), change fan-out; with/without Redis.
 10. ``latency`` - ``latency_bench.py``: open-loop ``tools/call`` p50/p99/p99.9 at 50% and 90% of each
    server's measured maximum, stdio and HTTP.
+11. ``payload`` - ``payload_bench.py``: ``tools/call`` and ``resources/read`` of 1 KiB - 16 MiB (text and
+   blob), stdio / HTTP JSON / HTTP SSE: latency, throughput, peak RSS of server and client.
+12. ``registry`` - ``registry_bench.py``: 10 - 10,000 tools, resources and templates: paged ``tools/list``,
+   dispatch, template matching, start-up and RSS.
 
 Peers (``peers.py``): mcpkit, official (``mcp``), fastmcp (own venv, installed on first use), ts-sdk (npm,
 into ``.cache/bench-node``, installed on first use), floor-py, floor-node. Every mcpkit process in the run
@@ -55,7 +59,9 @@ import growth_bench
 import http_bench
 import latency_bench
 import middleware_bench
+import payload_bench
 import proxy_bench
+import registry_bench
 import scale_bench
 import startup_bench
 import stdio_bench
@@ -83,6 +89,8 @@ PHASES = (
     "proxy",
     "connections",
     "latency",
+    "payload",
+    "registry",
 )
 MAIN_PACKAGES = (
     "mcp",
@@ -267,6 +275,25 @@ def phase_latency(cfg: Config, peers: list[str], source: Any, wrk: str | None) -
     return report, latency_bench.summary(cells), latency_bench.failed(cells)
 
 
+def phase_payload(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    settings = payload_bench.settings(cfg.smoke, peers, cfg.seed)
+    stats = payload_bench.bench(settings, source)
+    report = payload_bench.render_report(
+        stats, settings, [payload_bench.config_line(settings)], title_level="##"
+    )
+    return report, payload_bench.summary(stats), payload_bench.failed(stats)
+
+
+def phase_registry(cfg: Config, peers: list[str], source: Any, wrk: str | None) -> tuple[str, Any, bool]:
+    names = [p for p in (payload_bench.SMOKE_PEERS if cfg.smoke else payload_bench.PEERS) if p in peers]
+    sizes = registry_bench.SMOKE_SIZES if cfg.smoke else registry_bench.SIZES
+    stats = registry_bench.bench(names, sizes, 1, cfg.seed, source, cfg.smoke)
+    report = registry_bench.render_report(
+        stats, names, sizes, 1, [f"reps=1, seed {cfg.seed}"], title_level="##", plot=not cfg.smoke
+    )
+    return report, registry_bench.summary(stats, sizes), bool(stats.failures)
+
+
 PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str, Any, bool]]] = {
     "stdio": phase_stdio,
     "http": phase_http,
@@ -278,6 +305,8 @@ PHASE_FUNCS: dict[str, Callable[[Config, list[str], Any, str | None], tuple[str,
     "proxy": phase_proxy,
     "connections": phase_connections,
     "latency": phase_latency,
+    "payload": phase_payload,
+    "registry": phase_registry,
 }
 SECTION_NAMES = {
     "stdio": stdio_bench.SECTION,
@@ -290,6 +319,8 @@ SECTION_NAMES = {
     "proxy": proxy_bench.SECTION,
     "connections": connections_bench.SECTION,
     "latency": latency_bench.SECTION,
+    "payload": payload_bench.SECTION,
+    "registry": registry_bench.SECTION,
 }
 
 
@@ -519,6 +550,37 @@ def targets(run: Run) -> list[Target]:
                 "ms",
             )
         )
+    payload = data("payload") or {}
+    for side in ("server", "client"):
+        x = payload.get((f"{side}_x", "mcpkit"))
+        out.append(
+            Target(
+                f"16 MiB payload: {side} peak extra RSS < 3x the payload (worst transport and kind)",
+                x,
+                "",
+                None,
+                x,
+                "peak extra ÷ payload < 3",
+                None if x is None else x < 3.0,
+                "x",
+            )
+        )
+    registry = data("registry") or {}
+    lo, hi = registry.get("dispatch_small"), registry.get("dispatch_large")
+    r = _ratio(hi, lo)
+    sizes = registry.get("sizes") or (10, 10_000)
+    out.append(
+        Target(
+            f"dispatch with {sizes[1]:,} tools within 10% of {sizes[0]:,}",
+            hi,
+            f"N={sizes[0]:,} µs",
+            lo,
+            r,
+            "ratio ≤ 1.10",
+            at_most(r, 1.10),
+            "µs",
+        )
+    )
     return out
 
 
@@ -528,14 +590,16 @@ def render_targets(items: list[Target]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for t in items:
-        digits = 1 if t.unit in ("ms", "MiB") else 0
+        digits = 1 if t.unit in ("ms", "MiB", "x") else 0
         mine = f"{fmt(t.mcpkit, digits if t.unit != 'MiB' or t.peer is not None else 2)} {t.unit}".strip()
         peer = f"{fmt(t.peer, digits)} ({t.peer_label})" if t.peer_label else "-"
         if t.peer_label:
             value = "n/a" if t.value is None else f"{t.value:.2f}x"
         else:
-            shown = f"{t.value:+.2f} MiB" if t.unit == "MiB" else f"{t.value:.1f} {t.unit}"
-            value = "n/a" if t.value is None else shown
+            if t.value is None:
+                value = "n/a"
+            else:
+                value = f"{t.value:+.2f} MiB" if t.unit == "MiB" else f"{t.value:.1f} {t.unit}"
         met = "n/a (not measured)" if t.met is None else ("**yes**" if t.met else "**NO**")
         lines.append(f"| {t.label} | {mine} | {peer} | {value} | {t.requirement} | {met} |")
     return "\n".join(lines)

@@ -234,8 +234,10 @@ class ResourceRegistry:
             kwargs[entry.args.context_param] = ctx
         if entry.args.wants_uri:
             kwargs["uri"] = uri
-        value = await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs))
-        return _contents(uri, value, entry.mime_type), entry.cache
+        # (passed on without a local name: _contents can then let go of a large blob early)
+        return _contents(
+            uri, await (entry.fn(**kwargs) if entry.runner is None else entry.runner(kwargs)), entry.mime_type
+        ), entry.cache
 
 
 def _contents(uri: str, value: Any, mime: str | None) -> list[t.ResourceContents]:
@@ -244,7 +246,12 @@ def _contents(uri: str, value: Any, mime: str | None) -> list[t.ResourceContents
     if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value):
         return value
     if isinstance(value, bytes | bytearray | memoryview):
-        blob = base64.b64encode(bytes(value)).decode("ascii")
+        encoded = base64.b64encode(value)
+        # The raw bytes are not needed past here: dropping our reference (the only one when the
+        # handler kept none) keeps raw + base64 bytes + base64 text from all being alive at once.
+        value = None
+        blob = encoded.decode("ascii")
+        del encoded
         return [t.ResourceContents(uri=uri, blob=blob, mime_type=mime or "application/octet-stream")]
     if isinstance(value, str):
         return [t.ResourceContents(uri=uri, text=value, mime_type=mime or "text/plain")]

@@ -37,14 +37,21 @@ class StreamItem(NamedTuple):
     error: MCPError | None = None
 
 
-def sse_event(data: bytes, event_id: str | None = None, retry_ms: int | None = None) -> bytes:
-    """One SSE event carrying a JSON-RPC message (compact JSON has no newlines)."""
-    head = b""
+def sse_event(
+    data: bytes, event_id: str | None = None, retry_ms: int | None = None, *, prefix: bytes = b""
+) -> bytes:
+    """One SSE event carrying a JSON-RPC message (compact JSON has no newlines), after ``prefix``.
+
+    Built with one join: ``a + data + b`` would copy a large message twice (the
+    intermediate and the result live at once, 3x the message at the peak).
+    """
+    parts = [prefix]
     if event_id is not None:
-        head += b"id: " + event_id.encode() + b"\n"
+        parts += (b"id: ", event_id.encode(), b"\n")
     if retry_ms is not None:
-        head += b"retry: " + str(retry_ms).encode() + b"\n"
-    return head + b"event: message\ndata: " + data + b"\n\n"
+        parts += (b"retry: ", str(retry_ms).encode(), b"\n")
+    parts += (b"event: message\ndata: ", data, b"\n\n")
+    return b"".join(parts)
 
 
 class ResponseStream:
@@ -178,7 +185,6 @@ async def pump_sse(
     Resumable streams start with a priming event (an id and empty data, with
     ``retry``) so a client cut off before the first message can still resume.
     """
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + (extra_headers or [])})
 
     def event_id(seq: int) -> str | None:
         return f"{stream.stream_id}_{seq}" if resumable else None
@@ -187,27 +193,32 @@ async def pump_sse(
         stream.close()
         on_disconnect()
 
-    # An answer that is already complete needs no watching for the client leaving.
-    watcher = (
-        None
-        if first is not None and first.final
-        else asyncio.ensure_future(_watch_disconnect(receive, disconnected))
-    )
     head = preamble or b""
+    if resumable:
+        # The priming id is the last message the client has: resuming from it
+        # must replay everything still to come, including what is queued now.
+        if first is not None:
+            last_had = first.seq - 1
+        elif stream.queue:
+            last_had = stream.queue[0].seq - 1
+        else:
+            last_had = stream.seq
+        retry = str(retry_ms or 1000).encode()
+        head += b"id: " + f"{stream.stream_id}_{last_had}".encode() + b"\nretry: " + retry + b"\ndata: \n\n"
+    headers = SSE_HEADERS + (extra_headers or [])
+    if first is not None and first.final:
+        # The whole answer is known: one body with its length. Chunked framing would
+        # make the HTTP server copy the whole message once more (h11 and httptools
+        # join a chunk's size line, data and CRLF into one new bytes object).
+        body = sse_event(first.data, event_id(first.seq), prefix=head)
+        headers = [*headers, (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    # (an answer that is already complete, above, needs no watching for the client leaving)
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, disconnected))
     try:
-        if resumable:
-            # The priming id is the last message the client has: resuming from it
-            # must replay everything still to come, including what is queued now.
-            if first is not None:
-                last_had = first.seq - 1
-            elif stream.queue:
-                last_had = stream.queue[0].seq - 1
-            else:
-                last_had = stream.seq
-            retry = str(retry_ms or 1000).encode()
-            head += (
-                b"id: " + f"{stream.stream_id}_{last_had}".encode() + b"\nretry: " + retry + b"\ndata: \n\n"
-            )
         if head and first is None:
             # Nothing to send with it yet: the client must see it now (the legacy
             # endpoint event is what it waits for before sending anything).
@@ -222,16 +233,14 @@ async def pump_sse(
                         break
                     await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
                     continue
-            body = sse_event(item.data, event_id(item.seq))
-            if head:  # the priming event shares the first write with the first message
-                body, head = head + body, b""
+            # (the priming event shares the first write with the first message)
+            body, head = sse_event(item.data, event_id(item.seq), prefix=head), b""
             await send({"type": "http.response.body", "body": body, "more_body": True})
             if item.final:
                 break
             item = None
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watcher
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
