@@ -124,7 +124,7 @@ async def _client(loop: str, protocol: str, *target: str) -> dict[str, object]:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    out, err = await asyncio.wait_for(proc.communicate(), 240)  # generous: CI machines can be busy
     assert proc.returncode == 0, err.decode(errors="replace")
     report: dict[str, object] = json.loads(out.decode().strip().splitlines()[-1])
     return report
@@ -140,6 +140,7 @@ def _check(report: dict[str, object], loop: str, protocol: str) -> None:
     assert report["logs"] == ["3 steps"]
 
 
+@pytest.mark.timeout(300)  # two processes and 72 calls: slow only on a machine that is very busy
 @pytest.mark.parametrize("protocol", ["legacy", "modern"])
 @pytest.mark.parametrize("loop", LOOPS)
 async def test_stdio_server_and_client_on_each_loop(loop: str, protocol: str) -> None:
@@ -171,7 +172,7 @@ async def http_server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str
         assert proc.stderr is not None
         url = None
         while url is None:
-            line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+            line = (await asyncio.wait_for(proc.stderr.readline(), 60)).decode()
             assert line, "the server exited before serving"
             match = re.search(r"Streamable HTTP\s+(http://\S+/mcp)", line)
             url = match.group(1) if match else None
@@ -185,6 +186,7 @@ async def http_server(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str
             await proc.wait()
 
 
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("protocol", ["legacy", "modern"])
 async def test_http_server_and_client_on_each_loop(http_server: tuple[str, str], protocol: str) -> None:
     loop, url = http_server
