@@ -34,3 +34,24 @@ def test_env_file_that_is_not_utf8_is_a_config_error(tmp_path: Path) -> None:
             {"mcpServers": {"s": {"command": "x", "envFile": "binary.env"}}}, environ={}, base_dir=tmp_path
         )
     assert (info.value.server, info.value.field) == ("s", "envFile")
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("target", ["/dev/zero", "huge"])
+def test_an_env_file_that_never_ends_is_refused(tmp_path: Path, target: str) -> None:
+    if target == "huge":
+        huge = tmp_path / "huge.env"
+        huge.write_bytes(b"A=1\n" * (300 * 1024))  # 1.2 MB: more than an envFile holds
+        target = str(huge)
+    with pytest.raises(ConfigError) as info:
+        parse_config({"mcpServers": {"s": {"command": "x", "envFile": target}}}, environ={})
+    assert (info.value.server, info.value.field) == ("s", "envFile")
+    assert "larger than 1048576 bytes" in str(info.value)
+
+
+@pytest.mark.timeout(20)
+def test_a_config_that_never_ends_is_refused() -> None:
+    from mcpkit.host import load_config
+
+    with pytest.raises(ConfigError, match="larger than"):
+        load_config("/dev/zero")

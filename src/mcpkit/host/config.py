@@ -137,6 +137,21 @@ def redact_url(url: str) -> str:
 # -- reading -------------------------------------------------------------------
 
 
+#: The largest host config and ``envFile`` read: a config names a few servers, an envFile
+#: holds a few lines; a config naming ``/dev/zero`` or a huge file must not read forever.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_ENV_FILE_BYTES = 1024 * 1024
+
+
+def _read_limited(file: Path, limit: int) -> bytes:
+    """The bytes of ``file``, refusing (``OSError``) one longer than ``limit``."""
+    with file.open("rb") as stream:
+        data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit} bytes")
+    return data
+
+
 def load_config(
     path: str | os.PathLike[str],
     *,
@@ -152,9 +167,11 @@ def load_config(
     file = Path(path)
     source = str(file)
     try:
-        text = file.read_text(encoding="utf-8-sig")  # Windows editors write a BOM
+        text = _read_limited(file, MAX_CONFIG_BYTES).decode("utf-8-sig")  # Windows editors write a BOM
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", source=source) from None
+    except ValueError as exc:
+        raise ConfigError(f"cannot read: {exc}", source=source) from None
     try:
         data = json.loads(strip_jsonc(text))
     except json.JSONDecodeError as exc:
@@ -359,7 +376,7 @@ class _Reader:
         if not file.is_absolute() and self.base_dir is not None:
             file = self.base_dir / file
         try:
-            return parse_dotenv(file.read_text(encoding="utf-8"))
+            return parse_dotenv(_read_limited(file, MAX_ENV_FILE_BYTES).decode("utf-8"))
         except OSError as exc:
             raise self.error(server, "envFile", f"cannot read {file}: {exc.strerror or exc}") from None
         except ValueError as exc:  # a NUL in the path, or a file that is not UTF-8 (found by fuzzing)
