@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
 import re
-import signal
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Literal, TypeVar
 
@@ -19,15 +17,13 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.apps import APP_MIME_TYPE
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
-from ..protocol.requests import ServerRequest
 from ..protocol.tasks import TASKS_EXTENSION
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
-from ..session.channel import Channel
-from ..session.engine import DEFAULT_MAX_IN_FLIGHT, Engine
+from ..session.engine import DEFAULT_MAX_IN_FLIGHT
 from . import apps as _apps
+from ._running import Lifespan, Running
 from .context import Context
-from .dispatcher import ServerDispatcher
 from .limiting import Limiter, Rate
 from .middleware import (
     CallNext,
@@ -55,13 +51,12 @@ __all__ = ["MCPServer"]
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 F = TypeVar("F", bound=Callable[..., Any])
-Lifespan = Callable[["MCPServer"], contextlib.AbstractAsyncContextManager[Any]]
 Completer = Callable[..., Awaitable[Any] | Any]
 
 logger = logging.getLogger("mcpkit.server")
 
 
-class MCPServer:
+class MCPServer(Running):
     """An MCP server built from decorated functions.
 
     ::
@@ -663,126 +658,3 @@ class MCPServer:
             items = list(values or [])
             completion = t.Completion(values=items[:100], total=len(items), has_more=len(items) > 100)
         return t.CompleteResult(completion=completion)
-
-    # -- running -------------------------------------------------------------
-
-    def connect(
-        self,
-        channel: Channel,
-        *,
-        stateless: bool = False,
-        changes: bool | None = None,
-        ids: Iterator[int | str] | None = None,
-        transport: str = "",
-    ) -> Engine[ServerRequest]:
-        """Attach a new connection over ``channel``; run it with ``await engine.run()``.
-
-        ``stateless`` connections serve single requests (modern HTTP): they get no
-        change notifications of their own. ``changes=False`` turns them off for a
-        stateful connection whose notifications are delivered elsewhere (sessions
-        shared by several workers); ``ids`` numbers its outbound requests.
-        ``transport`` names the transport on every request (``ctx.request.transport``).
-        """
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        dispatcher = ServerDispatcher(
-            self, changes=(not stateless) if changes is None else changes, transport=transport
-        )
-        engine = Engine(
-            channel,
-            dispatcher,
-            max_in_flight=self.max_in_flight,
-            request_timeout=60.0,
-            handler_timeout=self.request_timeout,
-            ids=ids,
-        )
-        dispatcher.attach(engine)
-        return engine
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[MCPServer]:
-        """Enter the lifespan hook (if any) for the server's lifetime; when the last
-        holder leaves, task handlers still running here are stopped (their tasks end
-        ``failed``)."""
-        self._holders += 1
-        try:
-            async with contextlib.AsyncExitStack() as children:
-                for mount in list(self._mounts):  # mounted servers start first, stop last
-                    await children.enter_async_context(mount.child.running())
-                if self.lifespan is None:
-                    yield self
-                    return
-                async with self.lifespan(self) as state:
-                    self.lifespan_state = state
-                    try:
-                        yield self
-                    finally:
-                        self.lifespan_state = None
-        finally:
-            self._holders -= 1
-            if not self._holders:
-                await self.tasks.close()
-
-    async def serve_stdio(self) -> None:
-        """Serve one client on this process's stdin/stdout until EOF or SIGTERM."""
-        from ..transports.stdio import open_stdio_channel
-
-        async with self.running():
-            channel = await open_stdio_channel(self.max_line_bytes)
-            engine = self.connect(channel, transport="stdio")
-            runner = asyncio.create_task(engine.run())
-            loop = asyncio.get_running_loop()
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                # SIGTERM: stop reading, let in-flight work finish, then exit.
-                loop.add_signal_handler(signal.SIGTERM, self._terminate, runner)
-            with contextlib.suppress(asyncio.CancelledError):
-                await runner
-
-    def _terminate(self, runner: asyncio.Task[None]) -> None:
-        self.stopping.set()
-        runner.cancel()
-
-    def asgi_app(self, **settings: Any) -> Any:
-        """This server as an ASGI app (Streamable HTTP at ``path``, default ``/mcp``).
-
-        Run it with uvicorn, or mount it in Starlette/FastAPI; a mounted app gets no
-        lifespan events, so enter ``server.running()`` in the parent's lifespan.
-        Keyword arguments are :class:`~mcpkit.transports.http.HTTPSettings` fields.
-        """
-        from ..transports.http.app import HTTPSettings, StreamableHTTPApp
-
-        return StreamableHTTPApp(self, HTTPSettings(**settings))
-
-    def run(
-        self,
-        transport: Literal["stdio", "http", "streamable-http", "sse"] = "stdio",
-        *,
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        **settings: Any,
-    ) -> None:
-        """Run the server (blocking): stdio by default, or HTTP on ``host:port``.
-
-        ``"http"`` serves Streamable HTTP at ``/mcp`` and the legacy HTTP+SSE
-        endpoints (``/sse``) together; ``"sse"`` is the same server, named for
-        code written for older SDKs. The event loop is uvloop when it is installed
-        (``mcpkit[speed]``), else asyncio's; ``MCPKIT_LOOP`` forces one
-        (:mod:`mcpkit.transports.loop`).
-        """
-        from ..transports.loop import run as run_loop
-
-        logging.basicConfig(level=logging.WARNING)
-        if transport == "stdio":
-            with contextlib.suppress(KeyboardInterrupt):
-                run_loop(self.serve_stdio())
-            return
-        if transport not in ("http", "streamable-http", "sse"):
-            raise ValueError(f"unknown transport {transport!r} (stdio, http, sse)")
-        from ..transports.http.runner import http_extra_missing, serve_http
-
-        problem = http_extra_missing()
-        if problem is not None:
-            # run() is a program's last line: say what to install, not a traceback.
-            raise SystemExit(f"{self.name}: {problem}")
-        with contextlib.suppress(KeyboardInterrupt):
-            run_loop(serve_http(self, host=host, port=port, **settings))
