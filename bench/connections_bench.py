@@ -39,7 +39,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import httpx
 from common import (
@@ -333,14 +333,46 @@ async def _read_until(conn: RawHTTP, mark: bytes, seen: bytes = b"") -> bytes:
     return buf[buf.index(mark) + len(mark) :]
 
 
+RETRIES: list[str] = []  # 503 + Retry-After answers met while opening streams (retried, as a client would)
+
+
+async def open_retrying(opener: Any, *args: Any) -> RawHTTP:
+    """``opener(*args)``, again after the Retry-After of a 503 (at most 5 times)."""
+    for attempt in range(6):
+        try:
+            return cast(RawHTTP, await opener(*args))
+        except Busy as exc:
+            if attempt == 5:
+                raise BenchFailure(f"still 503 after 5 retries: {exc}") from None
+            RETRIES.append(str(exc))
+            await asyncio.sleep(exc.retry_after)
+    raise AssertionError("unreachable")
+
+
+class Busy(BenchFailure):
+    """A 503 with Retry-After."""
+
+    def __init__(self, what: str, retry_after: float) -> None:
+        super().__init__(what)
+        self.retry_after = retry_after
+
+
+async def check_stream_head(conn: RawHTTP, what: str) -> None:
+    status, headers = await conn.head()
+    if status == 503 and "retry-after" in headers:
+        body = await conn.body(headers)
+        conn.close()
+        raise Busy(f"{what}: 503 {body[:120]!r}", float(headers["retry-after"]))
+    if status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
+        raise BenchFailure(f"{what}: HTTP {status} {headers}")
+
+
 async def open_get(port: int, sid: str) -> RawHTTP:
     conn = await RawHTTP.open(port)
     conn.send(
         "GET", {"Accept": "text/event-stream", "Mcp-Session-Id": sid, "MCP-Protocol-Version": LEGACY_VERSION}
     )
-    status, headers = await conn.head()
-    if status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
-        raise BenchFailure(f"GET stream: HTTP {status} {headers}")
+    await check_stream_head(conn, "GET stream")
     return conn
 
 
@@ -349,14 +381,12 @@ async def open_listen(port: int, rid: int) -> RawHTTP:
     params = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
     body = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params})
     conn.send("POST", modern_headers("subscriptions/listen"), body.encode())
-    status, headers = await conn.head()
-    if status != 200 or not headers.get("content-type", "").startswith("text/event-stream"):
-        raise BenchFailure(f"subscriptions/listen: HTTP {status} {headers}")
+    await check_stream_head(conn, "subscriptions/listen")
     await _read_until(conn, b"notifications/subscriptions/acknowledged")
     return conn
 
 
-async def gather_limited(coros: Sequence[Any], limit: int = 64) -> list[Any]:
+async def gather_limited(coros: Sequence[Any], limit: int = OPEN_PARALLEL) -> list[Any]:
     sem = asyncio.Semaphore(limit)
 
     async def one(c: Any) -> Any:
@@ -372,9 +402,15 @@ async def part_streams(server: LoggedServer, row: str, kind: str, cfg: Settings,
     sessions = await open_sessions(port, n) if kind == "get" else []
     before = await settled_rss(server.pid)
     if kind == "get":
-        conns = await gather_limited([open_get(port, sid) for sid in sessions])
+        conns = await gather_limited([open_retrying(open_get, port, sid) for sid in sessions])
     else:
-        conns = await gather_limited([open_listen(port, 1000 + i) for i in range(n)])
+        conns = await gather_limited([open_retrying(open_listen, port, 1000 + i) for i in range(n)])
+    if RETRIES:
+        res.notes.append(
+            f"{kind}: {len(RETRIES)} stream opens answered 503 + Retry-After and were retried "
+            f"(first: {RETRIES[0]})"
+        )
+        RETRIES.clear()
     try:
         after = await settled_rss(server.pid)
         res.stream_kib[kind] = (after - before) / n
@@ -581,8 +617,8 @@ def render_report(
                 per_level.append(f"c={c}: " + ", ".join(cells))
             add("mcpkit req/s ÷ each peer's, per level: " + "; ".join(per_level) + ".")
             add("")
-        add("![throughput by connections](../docs/img/bench/connections_rps.png)")
-        add("![p99 by connections](../docs/img/bench/connections_p99.png)")
+        add("Plot: `docs/img/bench/connections_rps.png` (shown in docs/performance.md)")
+        add("Plot: `docs/img/bench/connections_p99.png` (shown in docs/performance.md)")
         add("")
 
     if "sessions" in cfg.parts:
@@ -605,7 +641,7 @@ def render_report(
                 f"**{'met' if ok else 'NOT met'}**."
             )
         add("")
-        add("![memory per session](../docs/img/bench/sessions_kib.png)")
+        add("Plot: `docs/img/bench/sessions_kib.png` (shown in docs/performance.md)")
         add("")
 
     if "streams" in cfg.parts:
@@ -634,7 +670,7 @@ def render_report(
             "change broadcast (n/a)."
         )
         add("")
-        add("![fan-out](../docs/img/bench/streams_fanout.png)")
+        add("Plot: `docs/img/bench/streams_fanout.png` (shown in docs/performance.md)")
         add("")
 
     failures = [(f"{r} {p}", f) for (r, p), res in results.items() for f in res.failures]
