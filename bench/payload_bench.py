@@ -21,7 +21,8 @@ Method:
 Usage::
 
     python bench/payload_bench.py                  # all peers, 1 rep; writes its RESULTS.md section + plots
-    python bench/payload_bench.py --smoke          # mcpkit/official, 1 KiB and 64 KiB, stdio + http-json
+    python bench/payload_bench.py --smoke          # mcpkit/official, 1 KiB and 64 KiB, stdio + http-json,
+                                                   # call-text and read-blob, 2 calls each; writes nothing
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -82,9 +84,11 @@ SIZES = (KIB, 64 * KIB, MIB, 16 * MIB)
 SMOKE_SIZES = (KIB, 64 * KIB)
 #: Timed calls per size (smaller for the large payloads: each 16 MiB call costs up to a second or more).
 CALLS = {KIB: 40, 64 * KIB: 20, MIB: 5, 16 * MIB: 2}
-SMOKE_CALLS = 3
+SMOKE_CALLS = 2
+SMOKE_KINDS = ("call-text", "read-blob")
 CALL_TIMEOUT_S = 120.0
 PROTOCOL_VERSION = "2025-11-25"
+HANDSHAKE_TIMEOUT_S = 180.0
 
 
 def size_label(size: int) -> str:
@@ -165,9 +169,18 @@ class StdioClient:
     def pid(self) -> int:
         return self.proc.pid
 
-    def handshake(self) -> float:
-        """``initialize`` + ``notifications/initialized``; returns spawn -> initialize answer in ms."""
-        msg = self.send(INIT, 0)
+    def handshake(self, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> float:
+        """``initialize`` + ``notifications/initialized``; returns spawn -> initialize answer in ms.
+
+        A server that has not answered within ``timeout_s`` is killed (BenchFailure)."""
+        watchdog = threading.Timer(timeout_s, self.proc.kill)
+        watchdog.start()
+        try:
+            msg = self.send(INIT, 0)
+        except BenchFailure as exc:
+            raise BenchFailure(f"no initialize answer within {timeout_s:g} s ({exc})") from exc
+        finally:
+            watchdog.cancel()
         spent = (time.perf_counter() - self.t0) * 1e3
         if not isinstance(msg.get("result"), dict):
             raise BenchFailure(f"initialize: {str(msg)[:300]}")
@@ -307,6 +320,7 @@ class Settings:
     reps: int
     seed: int
     smoke: bool = False
+    kinds: tuple[str, ...] = KINDS
 
     def calls(self, size: int) -> int:
         return SMOKE_CALLS if self.smoke else CALLS[size]
@@ -426,7 +440,7 @@ def bench(cfg: Settings, source: McpkitSource) -> Stats:
     st = Stats()
     rng = random.Random(cfg.seed)
     for _ in range(cfg.reps):
-        units = [(t, p, k) for t in cfg.transports for p in cfg.peers for k in KINDS]
+        units = [(t, p, k) for t in cfg.transports for p in cfg.peers for k in cfg.kinds]
         rng.shuffle(units)
         for transport, peer, kind in units:
             print(f"  payload {transport} {peer} {kind} (load {load_average()})", file=sys.stderr, flush=True)
@@ -435,7 +449,7 @@ def bench(cfg: Settings, source: McpkitSource) -> Stats:
             except (BenchFailure, OSError, httpx.HTTPError, subprocess.SubprocessError) as exc:
                 st.failures.append((f"{peer} {transport} {kind}", f"{type(exc).__name__}: {exc}"))
         for sdk in rng.sample(["mcpkit", "official"], 2):
-            if sdk not in cfg.peers:
+            if sdk not in cfg.peers or (cfg.smoke and sdk != "mcpkit"):
                 continue
             size = cfg.sizes[-1]
             try:
@@ -475,7 +489,7 @@ def render_report(st: Stats, cfg: Settings, machine: Sequence[str], title_level:
         "",
     ]
     for transport in cfg.transports:
-        for kind in KINDS:
+        for kind in cfg.kinds:
             lines += [f"{h2} {transport}, {kind}", ""]
             lines.append(
                 "| size | peer | median ms | p99 ms | MiB/s | server peak extra | x payload | vs mcpkit |"
@@ -531,10 +545,10 @@ def plot(st: Stats, cfg: Settings) -> list[Path]:
         ("rss", "server peak extra RSS (x payload)", "payload_rss.png"),
     ):
         fig, axes = plt.subplots(
-            len(cfg.transports), len(KINDS), figsize=(13, 3.4 * len(cfg.transports)), squeeze=False
+            len(cfg.transports), len(cfg.kinds), figsize=(13, 3.4 * len(cfg.transports)), squeeze=False
         )
         for r, transport in enumerate(cfg.transports):
-            for c, kind in enumerate(KINDS):
+            for c, kind in enumerate(cfg.kinds):
                 ax = axes[r][c]
                 for peer in cfg.peers:
                     xs, ys = [], []
@@ -576,6 +590,7 @@ def settings(smoke: bool, peers: Sequence[str], seed: int, reps: int | None = No
         reps=reps or 1,
         seed=seed,
         smoke=smoke,
+        kinds=SMOKE_KINDS if smoke else KINDS,
     )
 
 

@@ -133,9 +133,18 @@ def _check_read(msg: dict[str, Any]) -> None:
 
 
 def bench(
-    peers: Sequence[str], sizes: Sequence[int], reps: int, seed: int, source: McpkitSource, smoke: bool
+    peers: Sequence[str],
+    sizes: Sequence[int],
+    reps: int,
+    seed: int,
+    source: McpkitSource,
+    smoke: bool,
+    skip: dict[tuple[str, int], str] | None = None,
 ) -> Stats:
+    """``skip``: (peer, N) -> why it is not run (said in the report)."""
     st = Stats()
+    for (peer, n), why in (skip or {}).items():
+        st.skipped[(peer, n)] = why
     rng = random.Random(seed)
     for _ in range(reps):
         units = [(p, n) for p in peers for n in sizes]
@@ -147,7 +156,15 @@ def bench(
             cell = st.cells.setdefault((peer, n), Cell())
             try:
                 run_one(peer, n, source, smoke, cell)
-            except (BenchFailure, OSError, subprocess.SubprocessError, ValueError) as exc:
+            except BenchFailure as exc:
+                if not cell.startup_ms and "no initialize answer" in str(exc):
+                    # too slow to start here: skipped at this size and above (said in the report)
+                    for bigger in sizes:
+                        if bigger >= n:
+                            st.skipped[(peer, bigger)] = f"no initialize answer within the timeout at N={n:,}"
+                    continue
+                st.failures.append((f"{peer} N={n}", f"{type(exc).__name__}: {exc}"))
+            except (OSError, subprocess.SubprocessError, ValueError) as exc:
                 st.failures.append((f"{peer} N={n}", f"{type(exc).__name__}: {exc}"))
             if cell.startup_ms and cell.startup_ms[-1] > SLOW_START_S * 1e3:
                 for bigger in sizes:
@@ -283,6 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--peers", nargs="+", choices=PEERS, default=None)
+    p.add_argument(
+        "--max-n",
+        nargs="+",
+        default=[],
+        metavar="PEER=N",
+        help="run PEER only up to N tools (e.g. fastmcp=1000: a start-up too slow for the time available)",
+    )
     add_run_options(p, install=True)
     a = p.parse_args(argv)
     seed = a.seed if a.seed is not None else random.randrange(2**32)
@@ -291,7 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     reps = a.reps or 1
     source = mcpkit_source(snapshot=not a.live_source)
     try:
-        st = bench(setup.available, sizes, reps, seed, source, a.smoke)
+        limits = {peer: int(n) for peer, _, n in (item.partition("=") for item in a.max_n)}
+        skip = {
+            (peer, n): f"not run above N={limit:,} (`--max-n`: too slow to start here)"
+            for peer, limit in limits.items()
+            for n in sizes
+            if n > limit
+        }
+        st = bench(setup.available, sizes, reps, seed, source, a.smoke, skip)
     finally:
         source.cleanup()
     machine = [*machine_lines(), f"reps={reps}, seed {seed}", *setup.lines()]

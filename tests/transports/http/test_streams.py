@@ -35,7 +35,7 @@ class Recorder:
         return b"".join(m["body"] for m in self.sent[1:])
 
 
-async def test_a_complete_answer_is_one_body_with_its_length() -> None:
+async def test_a_complete_large_answer_is_a_body_of_known_length_without_a_copy() -> None:
     data = b'{"jsonrpc":"2.0","id":1,"result":{"text":"' + b"x" * (1 << 20) + b'"}}'
     stream = ResponseStream("st", 1, limit=8)
     rec = Recorder()
@@ -51,7 +51,9 @@ async def test_a_complete_answer_is_one_body_with_its_length() -> None:
     )
     headers = rec.headers()
     assert headers[b"content-type"] == b"text/event-stream"
-    assert [m["more_body"] for m in rec.sent[1:]] == [False]
+    # large: the message is its own write (the very object, not a copy), between the event's head and tail
+    assert [m["more_body"] for m in rec.sent[1:]] == [True, True, False]
+    assert rec.sent[2]["body"] is data
     body = rec.body()
     assert headers[b"content-length"] == str(len(body)).encode()
     assert body == b"event: message\ndata: " + data + b"\n\n"
@@ -71,6 +73,7 @@ async def test_a_complete_resumable_answer_carries_the_priming_event_first() -> 
         on_disconnect=lambda: None,
         extra_headers=[(b"mcp-session-id", b"abc")],
     )
+    assert [m["more_body"] for m in rec.sent[1:]] == [False]  # small: one write
     body = rec.body()
     assert body == b"id: st_0\nretry: 250\ndata: \n\nid: st_1\nevent: message\ndata: {}\n\n"
     headers = rec.headers()

@@ -28,6 +28,11 @@ SSE_HEADERS = [
 ]
 
 
+#: A complete answer at least this large is sent in three body writes (event head, the
+#: message, event tail) instead of one joined copy of it.
+_SPLIT_EVENT_BYTES = 64 * 1024
+
+
 class StreamItem(NamedTuple):
     seq: int
     data: bytes
@@ -210,10 +215,17 @@ async def pump_sse(
         # The whole answer is known: one body with its length. Chunked framing would
         # make the HTTP server copy the whole message once more (h11 and httptools
         # join a chunk's size line, data and CRLF into one new bytes object).
-        body = sse_event(first.data, event_id(first.seq), prefix=head)
-        headers = [*headers, (b"content-length", str(len(body)).encode())]
+        # A large message goes out as it is, between its event's head and tail: a
+        # body of known length is written by the server without joining them.
+        data = first.data
+        large = len(data) >= _SPLIT_EVENT_BYTES
+        body = sse_event(b"" if large else data, event_id(first.seq), prefix=head)
+        pieces = [body[:-2], data, b"\n\n"] if large else [body]
+        length = sum(len(piece) for piece in pieces)
+        headers = [*headers, (b"content-length", str(length).encode())]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body, "more_body": False})
+        for i, piece in enumerate(pieces, 1):
+            await send({"type": "http.response.body", "body": piece, "more_body": i < len(pieces)})
         return
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     # (an answer that is already complete, above, needs no watching for the client leaving)
