@@ -21,8 +21,12 @@ def echo(text: str) -> str:
 
 
 @server.tool()
-async def slow(seconds: float) -> str:
-    """Sleep, then answer with the process id (an in-flight request for drain tests)."""
+async def slow(seconds: float, started: str = "") -> str:
+    """Sleep, then answer with the process id (an in-flight request for drain tests); with
+    ``started``, first append a line to that file, so a test can wait until it is in flight."""
+    if started:
+        with open(started, "a") as file:
+            file.write(f"{os.getpid()}\n")
     await asyncio.sleep(seconds)
     return str(os.getpid())
 

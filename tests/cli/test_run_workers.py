@@ -295,15 +295,20 @@ def test_request_state_verifies_on_every_worker_with_redis() -> None:
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("how", ["sigterm", "ctrl-c"])
-def test_stopping_drains_every_worker(how: str) -> None:
+def test_stopping_drains_every_worker(how: str, tmp_path: Path) -> None:
     """SIGTERM to the supervisor, or SIGINT to the whole process group (Ctrl+C, after which the
     supervisor also sends SIGTERM): in-flight calls finish, new requests get 503 while the workers
     drain, then all stop."""
     with serve(str(PID_SERVER), "--workers", "2", "--stateless") as served:
         workers = served.children()
         with ThreadPoolExecutor(4) as pool:
-            slow = [pool.submit(modern_call, served.url, "slow", {"seconds": 3}) for _ in range(4)]
-            time.sleep(1.0)  # the calls are in flight
+            started = tmp_path / "started"
+            arguments = {"seconds": 3, "started": str(started)}
+            slow = [pool.submit(modern_call, served.url, "slow", arguments) for _ in range(4)]
+            deadline = time.monotonic() + 20
+            while not started.exists() or len(started.read_text().splitlines()) < 4:  # all in flight
+                assert time.monotonic() < deadline, "the slow calls did not start"
+                time.sleep(0.01)
             if how == "sigterm":
                 served.proc.send_signal(signal.SIGTERM)
             else:
