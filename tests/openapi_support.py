@@ -100,7 +100,10 @@ class PetAPI:
             size = int(request.query_params["size"])
             data = b"[" + b"0," * (size // 2) + b"0]"
             if request.query_params.get("gzip") == "1":
-                return Response(gzip.compress(data), headers={"content-encoding": "gzip", "content-type": "application/json"})
+                return Response(
+                    gzip.compress(data),
+                    headers={"content-encoding": "gzip", "content-type": "application/json"},
+                )
             return Response(data, media_type="application/json")
 
         async def tree(request: Request) -> Response:
@@ -273,7 +276,9 @@ def shapes_document(port: int) -> dict[str, Any]:
                     "responses": {
                         "200": {
                             "description": "the same tree",
-                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}},
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/Node"}}
+                            },
                         }
                     },
                 }

@@ -9,11 +9,11 @@ Every attack asserts that the site received no request at all.
 from __future__ import annotations
 
 import asyncio
-import re
 import datetime
 import functools
 import gzip
 import ipaddress
+import re
 import socket
 import ssl
 import sys

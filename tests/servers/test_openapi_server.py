@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from openapi_support import PETSTORE_YAML, PetAPI, pet_api
 
 from mcpkit import Client
+from openapi_support import PETSTORE_YAML, PetAPI, pet_api
 
 
 @pytest.fixture

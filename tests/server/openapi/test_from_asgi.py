@@ -9,12 +9,12 @@ from typing import Annotated, Any
 
 import pytest
 from fastapi import Depends, FastAPI, Header, HTTPException, Query
-from openapi_support import refs_in
 from pydantic import BaseModel, Field
 
 from mcpkit import MCPServer
 from mcpkit.server.openapi import OpenAPIError
 from mcpkit.testing import connect
+from openapi_support import refs_in
 
 ERAS = ["2026-07-28", "2025-11-25"]
 
@@ -103,7 +103,8 @@ async def test_a_fastapi_app_in_process(era: str) -> None:
 
         pet = {"name": "Rex", "owner": {"name": "Ann", "address": {"street": "Dam 1", "city": "Amsterdam"}}}
         result = await client.call_tool(
-            "add_pet", {"owner_id": 7, "notify": True, "x-request-id": "r-9", "tags": [{"label": "good"}], **pet}
+            "add_pet",
+            {"owner_id": 7, "notify": True, "x-request-id": "r-9", "tags": [{"label": "good"}], **pet},
         )
         assert result.is_error is not True
         assert result.structured_content == {

@@ -9,13 +9,13 @@ from typing import Any
 import httpx
 import pytest
 from msgspec import UNSET
-from openapi_support import PETSTORE_YAML, PetAPI, pet_api, refs_in, shapes_document
 
 from mcpkit import Client, MCPError, MCPServer
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
 from mcpkit.server.openapi import OpenAPIError, RouteMap
 from mcpkit.testing import connect
+from openapi_support import PETSTORE_YAML, PetAPI, pet_api, refs_in, shapes_document
 
 ERAS = ["2026-07-28", "2025-11-25"]
 
@@ -130,13 +130,16 @@ async def test_header_cookie_deep_object_and_auth(api: PetAPI) -> None:
         seen_principals.append(principal)
         return {"X-On-Behalf": "anonymous" if principal is None else principal.subject}
 
-    server = MCPServer.from_openapi(shapes_document(api.port), headers={"Authorization": "Bearer k"}, auth=auth)
+    server = MCPServer.from_openapi(
+        shapes_document(api.port), headers={"Authorization": "Bearer k"}, auth=auth
+    )
     async with connect(server) as client:
         tools = {tool.name: tool for tool in (await client.list_tools())}
         # "Authorization" as a header parameter is ignored (OpenAPI: "SHALL be ignored").
         assert sorted(tools["search"].input_schema["properties"]) == ["X-Trace", "filter", "ids", "session"]
         result = await client.call_tool(
-            "search", {"X-Trace": "t-1", "session": "s1", "filter": {"colour": "red", "size": "L"}, "ids": [1, 2]}
+            "search",
+            {"X-Trace": "t-1", "session": "s1", "filter": {"colour": "red", "size": "L"}, "ids": [1, 2]},
         )
         assert result.is_error is not True
         seen = api.last()
@@ -160,7 +163,9 @@ async def test_binary_answers_recursive_schemas_and_the_response_limit(api: PetA
         tools = {tool.name: tool for tool in (await client.list_tools())}
         tree = tools["echoTree"]
         # Recursive: the one schema that keeps a $ref, to $defs at the root of the schema.
-        assert tree.input_schema["properties"]["body"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+        assert tree.input_schema["properties"]["body"]["properties"]["children"]["items"] == {
+            "$ref": "#/$defs/Node"
+        }
         assert tree.input_schema["$defs"]["Node"]["properties"]["label"] == {"type": "string"}
         value = {"label": "a", "children": [{"label": "b", "children": []}]}
         echoed = await client.call_tool("echoTree", {"body": value})
@@ -182,9 +187,9 @@ async def test_route_maps_make_resources_and_templates_and_exclude(api: PetAPI, 
     server = petstore(api, route_maps=maps, names={"showPetById": "pet"})
     async with connect(server, protocol=era) as client:
         assert [tool.name for tool in (await client.list_tools())] == ["createPet"]
-        resources = (await client.list_resources())
+        resources = await client.list_resources()
         assert [(r.uri, r.name) for r in resources] == [("api://pets", "listPets")]
-        templates = (await client.list_resource_templates())
+        templates = await client.list_resource_templates()
         assert [(x.uri_template, x.name) for x in templates] == [("api://pets/{petId}", "pet")]
 
         await client.call_tool("createPet", {"name": "Rex"})
@@ -230,7 +235,9 @@ async def test_an_unreachable_api_is_a_tool_error() -> None:
     server = MCPServer.from_openapi(PETSTORE_YAML.replace("{port}", "1"), timeout=5)
     async with connect(server) as client:
         result = await client.call_tool("listPets", {})
-        assert result.is_error is True and text(result).startswith("GET http://127.0.0.1:1/v1/pets failed: ConnectError")
+        assert result.is_error is True and text(result).startswith(
+            "GET http://127.0.0.1:1/v1/pets failed: ConnectError"
+        )
 
 
 async def test_a_given_client_is_used_and_left_open(api: PetAPI) -> None:
