@@ -1,5 +1,6 @@
 """Official MCP Python SDK (``mcp`` 2.3) server for the cost-curve benchmarks. Same tools, resources and
-arguments as ``curve_mcpkit.py`` (``python curve_official.py N stdio|http [PORT MODE]``); the SDK does not page its lists.
+arguments as ``curve_mcpkit.py`` (``python curve_official.py N stdio|http [PORT MODE]``); the SDK does
+not page its lists.
 """
 
 import sys
