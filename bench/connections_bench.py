@@ -43,6 +43,7 @@ from typing import IO, Any, cast
 
 import httpx
 from common import (
+    CLK_TCK,
     ROOT,
     BenchFailure,
     McpkitSource,
@@ -53,6 +54,7 @@ from common import (
     load_average,
     machine_lines,
     mcpkit_source,
+    proc_cpu_ticks,
     proc_status_kib,
     ratio,
     report_head,
@@ -287,6 +289,7 @@ class Result:
     session_kib: float | None = None
     stream_kib: dict[str, float] = field(default_factory=dict)
     fanout_ms: dict[str, tuple[float, float]] = field(default_factory=dict)  # kind -> (p50, max)
+    fanout_cpu_ms: dict[str, float] = field(default_factory=dict)  # the server's CPU over the fan-out
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -436,12 +439,14 @@ async def part_streams(server: LoggedServer, row: str, kind: str, cfg: Settings,
                 caller.send(
                     "POST", modern_headers("tools/call", "touch"), call_body(7, "touch", {}, modern=True)
                 )
+            ticks0 = proc_cpu_ticks(server.pid)
             status, headers = await caller.head()
             body = await caller.body(headers)
             if status != 200 or b'"ok"' not in body:
                 raise BenchFailure(f"touch: HTTP {status} {body[:200]!r}")
             async with asyncio.timeout(STREAM_TIMEOUT_S):
                 await asyncio.gather(*waiters)
+            res.fanout_cpu_ms[kind] = (proc_cpu_ticks(server.pid) - ticks0) * 1e3 / CLK_TCK
         finally:
             caller.close()
             for w in waiters:
@@ -659,15 +664,18 @@ def render_report(
 
             def fo(kind: str, res: Result = res) -> str:
                 v = res.fanout_ms.get(kind)
-                return "n/a" if v is None else f"{v[0]:.1f} / {v[1]:.1f}"
+                cpu = res.fanout_cpu_ms.get(kind)
+                return "n/a" if v is None else f"{v[0]:.1f} / {v[1]:.1f} (server CPU {fmt(cpu)})"
 
             listen = fmt(res.stream_kib.get("listen"), 1) if r in MCPKIT_ROWS else "not measured"
             add(f"| {r} | {fmt(res.stream_kib.get('get'), 1)} | {listen} | {fo('get')} | {fo('listen')} |")
         add("")
         add(
             "Target: one change reaches 1,000 listeners in under 100 ms on one worker (the `last` column of "
-            "`mcpkit`). Peers: their `subscriptions/listen` was not measured and they have no server-wide "
-            "change broadcast (n/a)."
+            "`mcpkit`). `server CPU`: the server process's CPU ms (utime+stime, 10 ms ticks) from the "
+            "`touch` call until the last stream had the notification: the server's share; the rest is the "
+            "one Python process reading every stream. Peers: their `subscriptions/listen` was not measured "
+            "and they have no server-wide change broadcast (n/a)."
         )
         add("")
         add("Plot: `docs/img/bench/streams_fanout.png` (shown in docs/performance.md)")
