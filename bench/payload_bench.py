@@ -380,7 +380,8 @@ def run_unit(transport: str, peer: str, kind: str, source: McpkitSource, cfg: Se
 
 
 CLIENT_SCRIPT = {
-    # Each prints its own VmHWM - VmRSS (KiB) around one read of the text resource through its SDK's client.
+    # Each prints its own VmHWM - VmRSS (KiB) around its first read of the text resource through its SDK's
+    # client (after a warm-up without a payload: memory freed after a large read would be reused).
     "mcpkit": """
 import asyncio, sys
 from pathlib import Path
@@ -394,7 +395,7 @@ async def main(argv, size):
     # (the client's default limit is 16 MiB per message: a 16 MiB payload needs more)
     options = ClientOptions(max_message_bytes=64 << 20)
     async with Client.stdio(argv[0], argv[1:], options=options) as client:
-        await client.read_resource(f"payload://text/{size}")  # warm-up
+        await client.list_tools()  # warm-up (no payload: memory freed after one would be reused)
         Path("/proc/self/clear_refs").write_text("5")
         before = kib("VmRSS")
         result = await client.read_resource(f"payload://text/{size}")
@@ -416,7 +417,7 @@ async def main(argv, size):
     params = StdioServerParameters(command=argv[0], args=argv[1:])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        await session.read_resource(f"payload://text/{size}")
+        await session.list_tools()
         Path("/proc/self/clear_refs").write_text("5")
         before = kib("VmRSS")
         result = await session.read_resource(f"payload://text/{size}")
@@ -523,7 +524,7 @@ def render_report(st: Stats, cfg: Settings, machine: Sequence[str], title_level:
         lines.append("")
     img = plot(st, cfg)
     if img:
-        lines += [f"{h2} Plots", ""] + [f"![{p.stem}](../{p.relative_to(ROOT)})" for p in img] + [""]
+        lines += [f"Plot: `{p.relative_to(ROOT)}` (shown in docs/performance.md)" for p in img] + [""]
     return "\n".join(lines)
 
 
@@ -542,7 +543,7 @@ def plot(st: Stats, cfg: Settings) -> list[Path]:
     out = []
     for metric, ylabel, name in (
         ("median", "median latency (ms)", "payload_latency.png"),
-        ("rss", "server peak extra RSS (x payload)", "payload_rss.png"),
+        ("rss", "server peak extra RSS (MiB)", "payload_rss.png"),
     ):
         fig, axes = plt.subplots(
             len(cfg.transports), len(cfg.kinds), figsize=(13, 3.4 * len(cfg.transports)), squeeze=False
@@ -557,14 +558,15 @@ def plot(st: Stats, cfg: Settings) -> list[Path]:
                         if cell is None or not cell.seconds:
                             continue
                         xs.append(size / KIB)
-                        ys.append(
-                            cell.median_ms() if metric == "median" else cell.peak_extra_kib * 1024 / size
-                        )
+                        peak_mib = max(cell.peak_extra_kib, 1) / 1024
+                        ys.append(cell.median_ms() if metric == "median" else peak_mib)
                     if xs:
                         ax.plot(xs, ys, marker="o", label=peer)
+                if metric == "rss":
+                    sizes_kib = [size / KIB for size in cfg.sizes]
+                    ax.plot(sizes_kib, [3 * k / 1024 for k in sizes_kib], "k--", lw=0.8, label="3x payload")
                 ax.set_xscale("log", base=2)
-                if metric == "median":
-                    ax.set_yscale("log")
+                ax.set_yscale("log")
                 ax.set_title(f"{transport}, {kind}", fontsize=10)
                 ax.set_xlabel("payload (KiB)")
                 ax.set_ylabel(ylabel, fontsize=8)

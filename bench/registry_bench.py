@@ -247,7 +247,7 @@ def render_report(
     if plot:
         path = draw(st, peers, sizes)
         if path is not None:
-            lines += [f"![registry](../{path.relative_to(ROOT)})", ""]
+            lines += [f"Plot: `{path.relative_to(ROOT)}` (shown in docs/performance.md)", ""]
     return "\n".join(lines)
 
 
