@@ -476,6 +476,7 @@ def summary(st: Stats) -> dict[str, Any]:
             out[("server_x", peer)] = x
     for (sdk, size), kib in st.client.items():
         out[("client_x", sdk)] = kib * 1024 / size
+    out["size"] = size_label(largest) if largest else "16 MiB"
     return out
 
 

@@ -555,7 +555,8 @@ def targets(run: Run) -> list[Target]:
         x = payload.get((f"{side}_x", "mcpkit"))
         out.append(
             Target(
-                f"16 MiB payload: {side} peak extra RSS < 3x the payload (worst transport and kind)",
+                f"{payload.get('size', '16 MiB')} payload: {side} peak extra RSS < 3x the payload "
+                "(worst transport and kind)",
                 x,
                 "",
                 None,
