@@ -15,7 +15,18 @@ from typing import Any
 from ..server import MCPServer
 from ..transports.loop import run as run_loop
 
-__all__ = ["add_serving_arguments", "byte_size", "is_loopback", "serve"]
+__all__ = ["add_serving_arguments", "byte_size", "is_loopback", "positive_int", "serve"]
+
+
+def positive_int(text: str) -> int:
+    """An argparse type for a count of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def byte_size(text: str) -> int:

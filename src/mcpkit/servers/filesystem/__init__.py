@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from ...server import MCPServer
-from .._serving import byte_size, serve
+from .._serving import byte_size, positive_int, serve
 from ._access import Access, RootsPolicy, Settings
 from ._sandbox import AllowedDir, FsError
 from ._tools import READ_TOOLS, WRITE_TOOLS, register_tools
@@ -73,16 +73,6 @@ def build_server(
     return server
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line of ``python -m mcpkit.servers.filesystem``."""
     parser = argparse.ArgumentParser(
@@ -136,14 +126,14 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-entries",
-        type=_positive,
+        type=positive_int,
         default=10_000,
         metavar="N",
         help="most entries directory_tree and search_files walk (default 10000)",
     )
     parser.add_argument(
         "--max-depth",
-        type=_positive,
+        type=positive_int,
         default=64,
         metavar="N",
         help="deepest level directory_tree and search_files enter (default 64)",

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from ...protocol.skills import MAX_SKILL_BYTES, MAX_SKILL_RESOURCES, SkillError
 from ...server import MCPServer
 from ...server.skills import SkillSettings
-from .._serving import add_serving_arguments, byte_size, serve
+from .._serving import add_serving_arguments, byte_size, positive_int, serve
 
 __all__ = ["build_parser", "build_server", "main"]
 
@@ -54,16 +54,6 @@ def _seconds(text: str) -> float | None:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 or more")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 
@@ -109,7 +99,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-files",
-        type=_positive,
+        type=positive_int,
         default=MAX_SKILL_RESOURCES,
         metavar="N",
         help="most files in one skill, SKILL.md included (default 512: what every host accepts)",
