@@ -31,7 +31,9 @@ async def test_more_blocking_reads_at_once_than_the_default_pool(shared_redis: s
             return await backend.call(backend.client.xread({key: "0-0"}, count=1, block=1500))
 
         readers = [asyncio.ensure_future(read()) for _ in range(READERS)]
-        await asyncio.sleep(0.3)  # all of them now wait in XREAD BLOCK
+        async with asyncio.timeout(20):  # until all of them wait in XREAD BLOCK
+            while int((await backend.call(backend.client.info("clients")))["blocked_clients"]) < READERS:
+                await asyncio.sleep(0.01)
         await backend.call(backend.client.xadd(key, {"d": b"x"}))
         async with asyncio.timeout(30):
             results = await asyncio.gather(*readers)
