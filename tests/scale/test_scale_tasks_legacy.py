@@ -5,8 +5,9 @@ behind the round-robin proxy; each request is sent to the worker a test chooses.
 created with ``params.task`` in a legacy session on one worker is polled (``tasks/get``),
 awaited (``tasks/result``) and cancelled (``tasks/cancel``) through the others, its handler
 running where it was created; a worker killed mid-task leaves the task ``failed`` once its
-heartbeat is stale, and ``tasks/result`` then answers the error; another principal's
-session gets "not found". (The 2026-07-28 twin: test_scale_tasks.py.)
+heartbeat is stale, and ``tasks/result`` then answers the error; a task's question reaches
+the session's GET stream on another worker and its answer, posted to a third, resumes the
+handler; another principal's session gets "not found". (The 2026-07-28 twin: test_scale_tasks.py.)
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from typing import Any
 
 import httpx
 import pytest
-from scale_support import Cluster, StartClusterT, legacy_headers, rpc
+from scale_support import Cluster, Collected, StartClusterT, get_headers, legacy_headers, read_events, rpc
 from scale_support import final as final_of
 from test_scale_tasks import auth_cluster
 
 from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS
+from mcpkit.protocol.tasks import RELATED_TASK
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -180,3 +182,37 @@ async def test_another_principal_can_neither_see_nor_cancel_a_task(shared_redis:
         assert (await alice.send(1, "tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
         assert task_id in [t["taskId"] for t in (await alice.send(1, "tasks/list", {}))["result"]["tasks"]]
         assert (await alice.send(1, "tasks/cancel", {"taskId": task_id}))["result"]["status"] == "cancelled"
+
+
+async def test_a_tasks_question_is_answered_through_other_workers(start_cluster: StartClusterT) -> None:
+    c = await start_cluster(3, server=TASKS_SERVER)
+    client = c.client(timeout=httpx.Timeout(30.0))
+    session = await Session(c, client).open(0)
+    pid_a = c.workers[0].proc.pid
+    assert session.id is not None
+    # The session's GET stream is open on worker 1: the question of a task running on
+    # worker 0 reaches it there, tagged with the task.
+    c.route_next_to(1)
+    async with client.stream("GET", "/mcp", headers=get_headers(session.id)) as stream:
+        assert stream.status_code == 200, stream.status_code
+        created = await session.send(0, "tools/call", {"name": "confirm", "arguments": {}, "task": {}})
+        task_id = created["result"]["task"]["taskId"]
+        got = Collected()
+        async with asyncio.timeout(10):
+            await read_events(stream, got, until=lambda m: m.get("method") == "elicitation/create")
+        asked = got.messages()[-1]
+        assert asked["params"]["_meta"] == {RELATED_TASK: {"taskId": task_id}}, asked
+        assert (await session.send(2, "tasks/get", {"taskId": task_id}))["result"][
+            "status"
+        ] == "input_required"
+        # Answered through worker 2: the handler on worker 0 resumes.
+        c.route_next_to(2)
+        answer = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"ok": True}},
+        }
+        posted = await client.post("/mcp", json=answer, headers=session.headers())
+        assert posted.status_code == 202, (posted.status_code, posted.text)
+        result = (await session.send(1, "tasks/result", {"taskId": task_id}))["result"]
+        assert text_of(result) == f"accept:True in {pid_a}"
