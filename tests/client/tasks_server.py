@@ -119,6 +119,13 @@ async def two_questions(ctx: Context) -> str:
     return f"name={(name.content or {}).get('name')} ok={(ok.content or {}).get('ok')}"
 
 
+@server.tool(task="optional")
+async def work(seconds: float) -> str:
+    """Works ``seconds`` seconds (its own duration: nothing the test waits on), then says so."""
+    await asyncio.sleep(seconds)
+    return f"worked {seconds:g}s"
+
+
 @server.tool()
 def plain(text: str) -> str:
     """Never a task."""

@@ -104,7 +104,12 @@ class Running:
                 await self.tasks.close()
 
     async def serve_stdio(self) -> None:
-        """Serve one client on this process's stdin/stdout until EOF or SIGTERM."""
+        """Serve one client on this process's stdin/stdout until EOF or SIGTERM.
+
+        At EOF, handlers running as tasks in a shared store (Redis), where another
+        process can answer their polls, are left to finish before the process exits
+        (SIGTERM stops them: their tasks end ``failed``); other tasks end with the process.
+        """
         from ..transports.stdio import open_stdio_channel
 
         async with self.running():
@@ -117,6 +122,15 @@ class Running:
                 loop.add_signal_handler(signal.SIGTERM, self._terminate, runner)
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
+            if not self.stopping.is_set() and self.tasks.outlive_connections():
+                # stdin closed: the client left, perhaps to come back for its tasks by id
+                # (through another process on the same store). The stdio "Shutdown" lets the
+                # client wait for us to exit; until it signals, the tasks run to their end.
+                drain = asyncio.create_task(self.tasks.drain())
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(signal.SIGTERM, self._terminate, drain)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await drain
 
     def _terminate(self, runner: asyncio.Task[None]) -> None:
         self.stopping.set()

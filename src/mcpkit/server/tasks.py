@@ -168,6 +168,8 @@ class TaskManager:
         self._own_store = False
         #: Handlers running as tasks in this process, by task id.
         self._running: dict[str, asyncio.Task[Any]] = {}
+        #: Their drivers, until each has recorded how its task ended.
+        self._drivers: set[asyncio.Task[Any]] = set()
         #: Records being ended because their request was cancelled as they were made.
         self._abandoned: set[asyncio.Task[Any]] = set()
         self._closing = False
@@ -301,6 +303,8 @@ class TaskManager:
         assert task_id is not None
         driver = asyncio.get_running_loop().create_task(self._drive(run, handler))
         self._running[task_id] = driver
+        self._drivers.add(driver)
+        driver.add_done_callback(self._drivers.discard)
 
     async def _drive(self, run: TaskRun, handler: asyncio.Future[Any]) -> None:
         """Await the handler in the background and record how it ended."""
@@ -500,6 +504,16 @@ class TaskManager:
     def running(self) -> int:
         """How many task handlers run in this process."""
         return len(self._running)
+
+    def outlive_connections(self) -> bool:
+        """Whether task handlers run here whose tasks other processes can serve (a shared
+        store): worth finishing after the last connection has gone."""
+        return bool(self._drivers) and self.store.shared
+
+    async def drain(self) -> None:
+        """Wait until no task handler runs here and every end is recorded."""
+        while self._drivers:
+            await asyncio.wait(list(self._drivers))
 
 
 def _default_store(settings: TaskSettings, shared: tuple[str, str] | None = None) -> TaskStore:
