@@ -4,6 +4,7 @@
 - ``plain``: no middleware (an empty chain);
 - ``hooked``: one pass-through ``on_call_tool`` hook that can run inline (the chain's own cost);
 - ``ratelimit+accesslog``: ``RateLimit`` (a limit never reached) and ``AccessLog`` (to /dev/null);
+- ``ratelimit``, ``accesslog``: each of the two alone (for ``bench/icount.py``'s breakdown of the pair);
 - ``tracing-off``: opentelemetry-api importable, no provider configured;
 - ``tracing-on``: the OpenTelemetry SDK with a batch span processor and an exporter that drops spans.
 """
@@ -29,6 +30,10 @@ def middleware_for(variant: str) -> list[Middleware]:
         return [PassThrough()]
     if variant == "ratelimit+accesslog":
         return [RateLimit("100000000/second", redis_url=False), AccessLog(file=os.devnull)]
+    if variant == "ratelimit":
+        return [RateLimit("100000000/second", redis_url=False)]
+    if variant == "accesslog":
+        return [AccessLog(file=os.devnull)]
     if variant == "tracing-off":
         import opentelemetry.trace  # noqa: F401  (importable, but no provider is set)
 
