@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -194,3 +195,23 @@ def test_serve_runs_as_python_dash_m_too(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         assert "read_text_file" in {t["name"] for t in json.loads(proc.stdout)["tools"]}
     assert sys.executable  # (the tests' own interpreter is not assumed to be the entry's)
+
+
+def test_sql_and_fetch_serve_through_both_spellings(tmp_path: Path) -> None:
+    """``mcpkit serve sql|fetch ARGS`` and ``python -m mcpkit.servers.sql|fetch ARGS``, each a
+    real server answering tools/list; an error names the command the user typed."""
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE products (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.close()
+    servers = {
+        "sql": ([f"sqlite://{db}"], {"query", "read_query", "describe_table"}),
+        "fetch": ([], {"fetch"}),
+    }
+    for name, (args, tools) in servers.items():
+        for command in ([str(MCPKIT_BIN), "serve", name], [PYTHON, "-m", f"mcpkit.servers.{name}"]):
+            r = run("list", "tools", "--json", "--", *command, *args)
+            assert r.code == 0, r
+            assert tools <= {t["name"] for t in r.json()["tools"]}, (command, r)
+    r = run("list", "tools", "--", str(MCPKIT_BIN), "serve", "sql", f"sqlite://{tmp_path / 'absent.db'}")
+    assert r.code != 0 and "mcpkit serve sql: cannot open the database: no SQLite database at" in r.stderr, r

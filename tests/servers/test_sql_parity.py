@@ -32,7 +32,10 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
 async def check_every_tool(client: Client, kind: str, era: str) -> None:
     assert client.protocol_version == ERAS[era]
     tools = {tool.name: tool for tool in await client.list_tools()}
-    assert set(tools) == {"query", "list_schemas", "list_tables", "describe_table", "explain"}
+    expected = {"query", "list_schemas", "list_tables", "describe_table", "explain"}
+    if kind == "sqlite":
+        expected.add("read_query")  # mcp-server-sqlite's name for query, its argument "query"
+    assert set(tools) == expected
     assert all(tool.annotations.read_only_hint is True for tool in tools.values())
     # @modelcontextprotocol/server-postgres: query(sql); mcp-server-sqlite: describe_table(table_name).
     query_schema = tools["query"].input_schema
@@ -45,6 +48,10 @@ async def check_every_tool(client: Client, kind: str, era: str) -> None:
         "query", {"sql": f"SELECT name FROM victims WHERE id = {placeholder}", "params": [3]}
     )
     assert json.loads(text(rows)) == [{"name": "carol"}]
+    if kind == "sqlite":
+        assert tools["read_query"].input_schema["required"] == ["query"]
+        rows = await client.call_tool("read_query", {"query": "SELECT name FROM victims WHERE id = 2"})
+        assert json.loads(text(rows)) == [{"name": "bob"}]
 
     schemas = json.loads(text(await client.call_tool("list_schemas", {})))
     assert schemas == (["public", "sales"] if kind == "postgres" else ["main"])
@@ -124,6 +131,16 @@ async def test_allow_write_adds_the_destructive_tool(tmp_path: Path) -> None:
         assert tools["execute"].annotations.read_only_hint is False
         result = await client.call_tool("execute", {"sql": "DELETE FROM victims WHERE id = ?", "params": [1]})
         assert result.content[0].text == "1 row(s) affected"
+        assert {"write_query", "create_table"} <= set(tools)  # mcp-server-sqlite's write tools
+
+
+async def test_a_sqlalchemy_style_absolute_url_opens_the_file(tmp_path: Path) -> None:
+    # sqlite:////abs/path.db: it used to become file://abs/path.db, a URI SQLite refused.
+    url = f"sqlite:///{sqlite_file(tmp_path)}"
+    assert url.startswith("sqlite:////")
+    async with Client([*SERVER, url], env=subprocess_env()) as client:
+        count = await client.call_tool("query", {"sql": "SELECT count(*) AS n FROM victims"})
+        assert json.loads(text(count)) == [{"n": 3}]
 
 
 # -- the command line ------------------------------------------------------------------------

@@ -80,8 +80,12 @@ ATTACKS = {
 @pytest.mark.parametrize("sql", ATTACKS.values(), ids=ATTACKS.keys())
 async def test_attack_is_refused_and_nothing_is_written(backend: SQLiteBackend, db: Path, sql: str) -> None:
     before = files_snapshot(db.parent)
+    statement = sql.replace("DIR", str(db.parent))
     async with Client(build_server(backend)) as client:
-        error = await refused(client.call_tool("query", {"sql": sql.replace("DIR", str(db.parent))}))
+        error = await refused(client.call_tool("query", {"sql": statement}))
+        assert error.message.startswith("Refused: "), error.message
+        # mcp-server-sqlite's name for the same tool holds the same line.
+        error = await refused(client.call_tool("read_query", {"query": statement}))
         assert error.message.startswith("Refused: "), error.message
         rows = await client.call_tool("query", {"sql": "SELECT name FROM victims ORDER BY id"})
         assert json.loads(text(rows)) == [{"name": "alice"}, {"name": "bob"}, {"name": "carol"}]
@@ -224,10 +228,54 @@ async def test_writes_need_allow_write(db: Path) -> None:
         await refused(client.call_tool("execute", {"sql": "SELECT load_extension('x')"}))
         # The read path stays read-only.
         await refused(client.call_tool("query", {"sql": "DELETE FROM victims"}))
+        await refused(client.call_tool("read_query", {"query": "DELETE FROM victims"}))
     assert not (db.parent / "evil.db").exists()
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT name FROM victims ORDER BY id").fetchall()[-1] == ("dave",)
     conn.close()
+
+
+async def test_mcp_server_sqlite_write_tools_are_the_write_tool_under_their_names(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        before = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    backend = open_backend(f"sqlite://{db}", Limits(), allow_write=True)
+    async with Client(build_server(backend, allow_write=True)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        for name in ("write_query", "create_table"):
+            assert tools[name].annotations.destructive_hint is True, name
+            assert tools[name].annotations.read_only_hint is False, name
+            assert tools[name].input_schema["required"] == ["query"], name
+        result = await client.call_tool(
+            "write_query", {"query": "UPDATE victims SET name = 'eve' WHERE id = 1"}
+        )
+        assert result.content[0].text == "1 row(s) affected"
+        created = await client.call_tool(
+            "create_table", {"query": "CREATE TABLE notes (id INTEGER, body TEXT)"}
+        )
+        assert created.content[0].text == "Table created successfully"
+        # create_table creates a table and nothing else; both keep the write tool's refusals.
+        for sql, reason in [
+            ("DROP TABLE victims", "not-create-table"),
+            ("CREATE INDEX i ON victims (name)", "not-create-table"),
+            ("CREATE TABLE x (a); DROP TABLE victims", "multiple-statements"),
+            ("ATTACH 'DIR/evil.db' AS evil", "not-allowed"),
+        ]:
+            error = await refused(
+                client.call_tool("create_table", {"query": sql.replace("DIR", str(db.parent))})
+            )
+            assert error.data == {"reason": reason}, (sql, error.data)
+        for sql in ("ATTACH 'DIR/evil.db' AS evil", "COMMIT", "PRAGMA writable_schema = 1"):
+            await refused(client.call_tool("write_query", {"query": sql.replace("DIR", str(db.parent))}))
+        read = await client.call_tool(
+            "read_query", {"query": "SELECT name FROM victims WHERE id = ?", "params": [1]}
+        )
+        assert json.loads(text(read)) == [{"name": "eve"}]
+    assert not (db.parent / "evil.db").exists()
+    with sqlite3.connect(db) as conn:
+        after = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    conn.close()
+    assert after == before | {"notes"}  # that one table, and no other change to the schema
 
 
 def test_the_write_authorizer_refuses_attach_and_pragmas_even_without_the_guard(db: Path) -> None:
@@ -245,6 +293,8 @@ def test_the_write_authorizer_refuses_attach_and_pragmas_even_without_the_guard(
         ("sqlite:///tmp/x.db", "/tmp/x.db"),
         ("sqlite:data/x.db", "data/x.db"),
         ("sqlite://localhost/tmp/x.db", "/tmp/x.db"),
+        ("sqlite:////tmp/x.db", "/tmp/x.db"),  # SQLAlchemy's spelling of an absolute path
+        ("sqlite://///tmp/x.db", "/tmp/x.db"),
     ],
 )
 def test_sqlite_urls(url: str, path: str) -> None:

@@ -4,13 +4,16 @@
 serves, over stdio by default, the tools of ``@modelcontextprotocol/server-postgres``
 (``query`` with its ``sql`` argument, and the table schemas as resources at
 ``postgres://user@host:port/<table>/schema``) plus ``list_schemas``, ``list_tables``,
-``describe_table`` (``table_name``, as ``mcp-server-sqlite`` names it) and ``explain``.
+``describe_table`` (``table_name``, as ``mcp-server-sqlite`` names it) and ``explain``;
+on SQLite also ``mcp-server-sqlite``'s ``read_query`` (and, writing, ``write_query`` and
+``create_table``).
 
 A statement runs only if a SQL parser finds exactly one read-only statement in it
 (:mod:`.guard`), and then inside a READ ONLY transaction it cannot end, over
 PostgreSQL's extended protocol (:mod:`.postgres`), or on a SQLite file opened
 read-only under an authorizer (:mod:`.sqlite`). ``--allow-write`` adds an
-``execute`` tool annotated ``destructiveHint``, so hosts ask the user first.
+``execute`` tool (and on SQLite ``write_query`` and ``create_table``) annotated
+``destructiveHint``, so hosts ask the user first.
 See docs/servers/sql.md for the threat model.
 """
 
@@ -100,8 +103,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--allow-write",
         action="store_true",
-        help="add the execute tool (INSERT, UPDATE, DELETE, DDL), annotated destructive so that hosts "
-        "ask the user before each call; off by default",
+        help="add the execute tool (INSERT, UPDATE, DELETE, DDL), and on SQLite write_query and "
+        "create_table, annotated destructive so that hosts ask the user before each call; off by default",
     )
     parser.add_argument(
         "--max-rows",
@@ -169,16 +172,16 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     try:
         backend = open_backend(url, limits, allow_write=args.allow_write, pool_size=args.pool_size)
     except ImportError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:  # the database's own reason, without the URL's password
         from .postgres import redact
 
-        print(f"{PROG}: cannot open the database: {redact(str(exc), url)}", file=sys.stderr)
+        print(f"{parser.prog}: cannot open the database: {redact(str(exc), url)}", file=sys.stderr)
         return 1
     server = build_server(backend, allow_write=args.allow_write)
     if args.transport == "http":
         args.port = 8000 if args.port is None else args.port
-        return serve(server, args, PROG, label=backend.label)
+        return serve(server, args, parser.prog, label=backend.label)
     server.run()
     return 0

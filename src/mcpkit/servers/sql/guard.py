@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Checked", "Dialect", "Refused", "check_read_only", "check_write"]
+__all__ = ["Checked", "Dialect", "Refused", "check_create_table", "check_read_only", "check_write"]
 
 Dialect = Literal["postgres", "sqlite"]
 
@@ -460,3 +460,17 @@ def check_write(sql: str, dialect: Dialect, *, max_length: int = 100_000) -> Che
         if isinstance(node, controls + reaching):
             raise Refused(f"{_kind(node)} is refused by the write tool", "not-allowed")
     return Checked(sql, "write")
+
+
+def check_create_table(sql: str, dialect: Dialect, *, max_length: int = 100_000) -> Checked:
+    """Accept one ``CREATE TABLE`` statement (``mcp-server-sqlite``'s ``create_table``
+    tool): what :func:`check_write` accepts, and nothing but a table's creation."""
+    from sqlglot import exp
+
+    checked = check_write(sql, dialect, max_length=max_length)
+    tree = _parse(sql, dialect)
+    if not (isinstance(tree, exp.Create) and str(tree.args.get("kind") or "").upper() == "TABLE"):
+        raise Refused(
+            "create_table runs one CREATE TABLE statement; use write_query for others", "not-create-table"
+        )
+    return checked

@@ -17,7 +17,7 @@ from ...server.app import MCPServer
 from ...server.context import Context
 from ...server.middleware import CallNext, Middleware
 from .backends import Backend, DatabaseError, Rows, UnknownTable
-from .guard import Checked, Refused, check_read_only, check_write
+from .guard import Checked, Refused, check_create_table, check_read_only, check_write
 
 __all__ = ["build_server"]
 
@@ -30,9 +30,15 @@ PARAMS = Annotated[
     "Values for the statement's placeholders, in order ($1, $2... on PostgreSQL; ? on SQLite). "
     "Values go to the database apart from the SQL text: never splice them into it.",
 ]
+# mcp-server-sqlite's tools take the statement as "query".
+QUERY = Annotated[str, "One SQL statement."]
 
 _READ_ONLY = t.ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+# Writes go through the host's permission prompt: hosts ask before a destructive tool runs.
+_WRITE = t.ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
 _PLACEHOLDERS = {"postgres": "$1, $2, ...", "sqlite": "?"}
 
@@ -165,6 +171,24 @@ def build_server(backend: Backend, *, allow_write: bool = False) -> MCPServer:
 
         return _json(run(go))
 
+    if backend.dialect == "sqlite":
+        # mcp-server-sqlite's names and arguments, so prompts written for it keep working.
+        @server.tool(
+            description=(
+                "Run a read-only SELECT query on the SQLite database and return its rows as a JSON "
+                "array of objects: the query tool under mcp-server-sqlite's name, with the same rules "
+                "and limits."
+            ),
+            annotations=_READ_ONLY,
+            threaded=True,
+        )
+        def read_query(query: QUERY, params: PARAMS = None) -> t.CallToolResult:
+            def go() -> Rows:
+                checked = check_read_only(query, backend.dialect, max_length=limits.max_sql_length)
+                return backend.query(checked, params or [])
+
+            return _rows_result(run(go))
+
     if allow_write:
 
         @server.tool(
@@ -173,9 +197,7 @@ def build_server(backend: Backend, *, allow_write: bool = False) -> MCPServer:
                 f"(CREATE, ALTER, DROP...) in its own transaction, committed if it succeeds. Placeholders: "
                 f"{placeholders}, values in params. Returns the rows affected, and RETURNING rows if any."
             ),
-            annotations=t.ToolAnnotations(
-                read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
-            ),
+            annotations=_WRITE,
             threaded=True,
         )
         def execute(sql: SQL, params: PARAMS = None) -> t.CallToolResult:
@@ -185,6 +207,37 @@ def build_server(backend: Backend, *, allow_write: bool = False) -> MCPServer:
 
             rows = run(go)
             return _rows_result(rows, affected=True)
+
+        if backend.dialect == "sqlite":
+            # mcp-server-sqlite's write tools: the execute tool's rules under their names.
+            @server.tool(
+                description=(
+                    "Change the SQLite database: run one INSERT, UPDATE or DELETE (or schema statement) in "
+                    "its own transaction, committed if it succeeds: the execute tool under "
+                    "mcp-server-sqlite's name. Returns the rows affected."
+                ),
+                annotations=_WRITE,
+                threaded=True,
+            )
+            def write_query(query: QUERY, params: PARAMS = None) -> t.CallToolResult:
+                def go() -> Rows:
+                    checked = check_write(query, backend.dialect, max_length=limits.max_sql_length)
+                    return backend.execute(checked, params or [])
+
+                return _rows_result(run(go), affected=True)
+
+            @server.tool(
+                description="Create a table in the SQLite database: one CREATE TABLE statement.",
+                annotations=_WRITE,
+                threaded=True,
+            )
+            def create_table(query: Annotated[str, "One CREATE TABLE statement."]) -> str:
+                def go() -> Rows:
+                    checked = check_create_table(query, backend.dialect, max_length=limits.max_sql_length)
+                    return backend.execute(checked, [])
+
+                run(go)
+                return "Table created successfully"
 
     @server.resource(
         f"{backend.resource_base}/{{table}}/schema",

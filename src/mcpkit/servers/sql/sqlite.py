@@ -67,6 +67,11 @@ def sqlite_path(url: str) -> str:
         if host not in ("", "localhost"):
             raise ValueError(f"a sqlite: URL names a local file, not a host ({host!r})")
         rest = slash + path
+    if rest.startswith("//"):
+        # sqlite:////abs/path.db, SQLAlchemy's spelling of an absolute path: one file for
+        # both conventions. Kept as "//abs", it would become file://abs, a URI whose
+        # authority SQLite refuses.
+        rest = "/" + rest.lstrip("/")
     if rest in ("", "/") or rest == ":memory:":
         raise ValueError("a sqlite: URL needs a database file: sqlite:///path/to.db")
     return rest
