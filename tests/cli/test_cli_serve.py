@@ -180,6 +180,27 @@ def test_install_server_with_a_name_json_env_and_errors(tmp_path: Path) -> None:
     assert json.loads(config.read_text())["mcpServers"]["x"] == {"command": "tool", "args": ["--server", "y"]}
 
 
+def test_install_the_sql_server_with_a_relative_sqlite_url(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "shop.db"
+    db.parent.mkdir()
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE products (name TEXT)")
+        conn.execute("INSERT INTO products VALUES ('tea')")
+    conn.close()
+    config = tmp_path / "claude.json"
+    r = run("install", "claude-code", "--path", str(config), "--server", "sql", "sqlite:data/shop.db",
+            cwd=tmp_path)  # fmt: skip
+    assert r.code == 0, r
+    entry = json.loads(config.read_text())["mcpServers"]["sql"]
+    assert entry["args"] == ["-m", "mcpkit", "serve", "sql", f"sqlite://{db.resolve()}"], entry
+    # The host starts it elsewhere; the URL still names the file (read-only: no write tool).
+    r = run("call", "sql", "read_query", "query=SELECT name FROM products", "--config", str(config),
+            cwd=Path("/"))  # fmt: skip
+    assert r.code == 0 and json.loads(r.stdout) == [{"name": "tea"}], r
+    r = run("list", "sql", "tools", "--json", "--config", str(config), cwd=Path("/"))
+    assert r.code == 0 and "execute" not in {t["name"] for t in r.json()["tools"]}, r
+
+
 def test_serve_runs_as_python_dash_m_too(tmp_path: Path) -> None:
     """The two spellings the issue names start the same server."""
     for argv in ([str(MCPKIT_BIN), "serve"], [PYTHON, "-m", "mcpkit.servers.filesystem"]):

@@ -139,13 +139,18 @@ def server_command(name: str, server_args: Sequence[str], cwd: Path | None = Non
     """The command a host runs for ``mcpkit serve NAME ARGS...``: this interpreter (the one that
     has mcpkit, and its extras) with ``-m mcpkit serve``, as ``mcpkit install`` writes ``FILE.py``
     entries. Hosts start servers in a directory of their own choosing, so an argument naming an
-    existing file or directory relative to ``cwd`` is written as an absolute path."""
+    existing file or directory relative to ``cwd`` (or a ``sqlite:`` URL naming a file relative to
+    it) is written as an absolute path."""
     check_name(name)
     here = cwd or Path.cwd()
     out: list[str] = []
     for arg in server_args:
         path = Path(arg).expanduser()
-        if arg and not arg.startswith("-") and not path.is_absolute() and (here / path).exists():
+        relative_db = arg[len("sqlite:") :] if arg.lower().startswith("sqlite:") else ""
+        if relative_db and not relative_db.startswith("/") and (here / relative_db).is_file():
+            # The sql server's sqlite:relative/path.db: the same file, wherever the host starts it.
+            out.append("sqlite://" + str((here / relative_db).resolve()))
+        elif arg and not arg.startswith("-") and not path.is_absolute() and (here / path).exists():
             out.append(str((here / path).resolve()))
         elif arg.startswith("~") and path.exists():
             out.append(str(path.resolve()))
