@@ -28,7 +28,15 @@ import pytest
 
 from mcpkit import Client
 from mcpkit.protocol import types as t
-from mcpkit.servers.fetch import AddressPolicy, FetchRefused, FetchSettings, build_server, main
+from mcpkit.servers.fetch import (
+    AddressPolicy,
+    FetchRefused,
+    FetchSettings,
+    build_parser,
+    build_server,
+    main,
+    settings_from_args,
+)
 from mcpkit.servers.fetch.guard import check_url, normalize_host, parse_ipv4_number, why_not_public
 from mcpkit.servers.fetch.robots import RobotsTxt, product_token
 from mcpkit.testing import connect
@@ -882,6 +890,14 @@ def test_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None
         "--port",
     ):
         assert option in out, option
+    assert "--allow-private-ips" in out  # mcp-server-fetch's spelling, accepted as well
+    for spelling in ("--allow-private", "--allow-private-ips"):
+        settings = settings_from_args(build_parser().parse_args([spelling]))
+        assert settings.allow_private is True, spelling
+        policy = AddressPolicy.from_options([], allow_private=settings.allow_private)
+        assert policy.refusal(None, ipaddress.ip_address("127.0.0.1")) is None
+        assert "cloud metadata" in (policy.refusal(None, ipaddress.ip_address("169.254.169.254")) or "")
+    assert settings_from_args(build_parser().parse_args([])).allow_private is False
     with pytest.raises(SystemExit) as bad:
         main(["--allow-host", "10.0.0.0/40"])
     assert bad.value.code == 2

@@ -83,7 +83,10 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     policy.add_argument(
         "--allow-private",
+        # mcp-server-fetch's spelling too, so host configs written for it keep working.
+        "--allow-private-ips",
         action="store_true",
+        dest="allow_private",
         help="also fetch from loopback, private, link-local and other non-public addresses, "
         "except the cloud metadata addresses (only --allow-host opens those)",
     )
