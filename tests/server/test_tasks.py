@@ -430,6 +430,40 @@ async def test_a_call_cancelled_while_its_task_is_made_leaves_it_cancelled(task_
         assert (await call.until(created["taskId"], "completed"))["result"]["content"][0]["text"] == "done"
 
 
+@pytest.mark.parametrize("era", [MODERN, "2025-11-25"])
+async def test_logging_and_progress_inside_a_tool_written_once_for_both_eras(era: str) -> None:
+    """The same handler in both eras: logging and progress work inside its task. A 2025-11-25
+    task sends its log messages (tagged with it); a 2026-07-28 task sends none (the extension
+    polls: its progress shows as the statusMessage), the call's own logs before it became a
+    task reach the client as for a plain call."""
+    server = MCPServer("chatty", tasks=TaskSettings(poll_interval=0.01))
+
+    @server.tool(task="optional", task_after=None)
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("before the task")
+        await ctx.start_task()
+        await ctx.info("inside the task")
+        await ctx.report_progress(1, 2, "halfway")
+        return f"ran as a task: {ctx.task_id is not None}"
+
+    logs: list[Any] = []
+    async with connect(
+        server, protocol=era, log_level="info", log_handler=lambda p: logs.append(p.data)
+    ) as c:
+        handle = await c.start_tool("chatty")
+        assert handle.is_task and handle.task_id is not None
+        result = await handle.result()
+        assert result.content[0].text == "ran as a task: True"  # type: ignore[union-attr]
+        record = await server.tasks.store.get(handle.task_id)
+        assert record is not None and record.status_message == "halfway (1/2)"
+        if era == MODERN:
+            assert logs == ["before the task"]
+        else:
+            async with asyncio.timeout(5):
+                while logs != ["before the task", "inside the task"]:
+                    await asyncio.sleep(0.01)
+
+
 async def test_a_server_that_stops_fails_its_running_tasks() -> None:
     server, events = make_server()
     async with raw(server) as call:
