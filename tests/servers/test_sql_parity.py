@@ -143,6 +143,20 @@ async def test_a_sqlalchemy_style_absolute_url_opens_the_file(tmp_path: Path) ->
         assert json.loads(text(count)) == [{"n": 3}]
 
 
+async def test_mcp_server_sqlite_db_path_option(tmp_path: Path) -> None:
+    # A host config written for mcp-server-sqlite: --db-path, "~" expanded, tools by its names.
+    db = sqlite_file(tmp_path)
+    env = {**subprocess_env(), "HOME": str(db.parent)}
+    async with Client([*SERVER, "--db-path", f"~/{db.name}"], env=env) as client:
+        rows = await client.call_tool("read_query", {"query": "SELECT count(*) AS n FROM victims"})
+        assert json.loads(text(rows)) == [{"n": 3}]
+    both = run(f"sqlite://{db}", "--db-path", str(db))
+    assert both.returncode == 2 and "not both" in both.stderr
+    absent = run("--db-path", str(tmp_path / "absent.db"))
+    assert absent.returncode == 1 and "no SQLite database at" in absent.stderr
+    assert not (tmp_path / "absent.db").exists()
+
+
 # -- the command line ------------------------------------------------------------------------
 
 

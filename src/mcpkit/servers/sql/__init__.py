@@ -101,6 +101,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help="postgresql://user@host:port/dbname or sqlite:///path/to.db (default: $DATABASE_URL)",
     )
     parser.add_argument(
+        "--db-path",
+        metavar="PATH",
+        help="a SQLite file, as mcp-server-sqlite takes it (the same as sqlite:///PATH; it must exist)",
+    )
+    parser.add_argument(
         "--allow-write",
         action="store_true",
         help="add the execute tool (INSERT, UPDATE, DELETE, DDL), and on SQLite write_query and "
@@ -157,6 +162,11 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     returns the exit status."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    if args.db_path is not None:
+        if args.database_url:
+            parser.error("give a DATABASE_URL or --db-path, not both")
+        # mcp-server-sqlite's option, so a host config written for it keeps working.
+        args.database_url = "sqlite://" + os.path.abspath(os.path.expanduser(args.db_path))
     url = args.database_url or os.environ.get("DATABASE_URL")
     if not url:
         parser.error("a database URL is needed (postgresql://... or sqlite:///path/to.db), or DATABASE_URL")
