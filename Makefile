@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 REDIS_PORT ?= 6379
 
-.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis docs docs-build soak fuzz
+.PHONY: run demo test lint typecheck unit bench bench-smoke clean conformance conformance-setup ts-sdk redis postgres docs docs-build soak fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,11 @@ redis:
 		echo "redis-server did not answer PING on 127.0.0.1:$(REDIS_PORT)"; exit 1; \
 	fi
 
-unit: $(STAMP) redis ts-sdk
+# PostgreSQL on 127.0.0.1:5432 (the sql server's tests): the machine's own, or Debian's packages.
+postgres:
+	@sh scripts/test-postgres.sh
+
+unit: $(STAMP) redis postgres ts-sdk
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 bench-smoke: $(STAMP) redis
