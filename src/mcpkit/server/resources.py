@@ -11,6 +11,7 @@ from typing import Any, Literal, TypeAlias
 from msgspec import UNSET
 
 from ..protocol import types as t
+from ._memo import AnalysisMemo
 from .context import Context
 from .results import json_text
 from .signature import split_docstring
@@ -129,11 +130,14 @@ class ResourceRegistry:
         self.resources: dict[str, tuple[t.Resource, _Entry]] = {}
         self.templates: list[tuple[t.ResourceTemplate, UriTemplate, _Entry]] = []
         self.on_change: Callable[[], None] | None = None
+        self._analysed: AnalysisMemo[tuple[TextArgs, str | None]] = AnalysisMemo()
 
     def add(self, fn: Callable[..., Any], uri: str, options: ResourceOptions = ResourceOptions()) -> None:
         """Publish ``fn`` at ``uri``: a template when the URI has ``{variables}``."""
-        args = TextArgs(fn, (Context,))
-        summary, _ = split_docstring(fn)
+        # TextArgs is read-only once made: entries of one function can share it.
+        args, summary = self._analysed.get(
+            fn, None, lambda: (TextArgs(fn, (Context,)), split_docstring(fn)[0])
+        )
         runner = None if args.is_async else SyncRunner(fn)
         entry = _Entry(fn, args, options.mime_type, runner, options.cache, options.scopes)
         desc = options.description if options.description is not None else summary

@@ -12,6 +12,7 @@ from msgspec import UNSET
 
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
+from ._memo import AnalysisMemo
 from .context import Context
 from .limiting import Limiter, Rate, ToolGuard
 from .mrtr import InputRequired
@@ -208,6 +209,7 @@ class ToolRegistry:
         self.transforms: dict[str, ToolTransform] = {}
         #: Registered name -> served name, for the tools a transform renamed.
         self._served_as: dict[str, str] = {}
+        self._analysed: AnalysisMemo[tuple[FunctionSignature, str | None]] = AnalysisMemo()
 
     def put(self, name: str, tool: RegisteredTool) -> None:
         """Serve ``tool``, registered as ``name``, as its transform (if any) shows it."""
@@ -248,11 +250,10 @@ class ToolRegistry:
 
     def add(self, fn: Callable[..., Any], options: ToolOptions = ToolOptions()) -> RegisteredTool:
         """Publish ``fn`` as a tool, replacing any tool of the same name."""
-        sig = inspect_function(fn, context_types=(Context,), structured_output=options.structured_output)
+        sig, summary = self._analysed.get(fn, options.structured_output, lambda: _analyse(fn, options))
         tool_name = options.name or fn.__name__
-        input_schema = _with_headers(options.input_schema or sig.input_schema, options.headers or {})
+        input_schema = _with_headers(options.input_schema or _own(sig.input_schema), options.headers or {})
         header_params = _header_params(tool_name, input_schema, force=bool(options.headers))
-        summary, _ = split_docstring(fn)
         annotations = options.annotations
         if isinstance(annotations, dict):
             # Accept the wire spelling (readOnlyHint) and the Python one (read_only_hint).
@@ -263,7 +264,7 @@ class ToolRegistry:
             input_schema=input_schema,
             title=_set(options.title),
             description=_set(description if description is not None else summary),
-            output_schema=_set(sig.output_schema),
+            output_schema=_set(sig.output_schema and _own(sig.output_schema)),
             annotations=_set(annotations),
             icons=_set(options.icons),
             meta=_set(options.meta),
@@ -315,6 +316,18 @@ class ToolRegistry:
         if tool is None:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
         return tool
+
+
+def _analyse(fn: Callable[..., Any], options: ToolOptions) -> tuple[FunctionSignature, str | None]:
+    sig = inspect_function(fn, context_types=(Context,), structured_output=options.structured_output)
+    return sig, split_docstring(fn)[0]
+
+
+def _own(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a schema the analysis memo may share between tools of one function: each
+    tool's definition stays its own to change. (The schemas are JSON: a round trip copies.)"""
+    copied: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(schema))
+    return copied
 
 
 def _header_params(
