@@ -342,6 +342,34 @@ async def test_the_environment_is_read_when_the_first_task_is_made(
         await delete_prefix(shared_redis, prefix)
 
 
+async def test_a_purged_task_on_redis_stops_its_handler(shared_redis: str) -> None:
+    """Past its TTL a task is purged from Redis; the worker running it stops the handler."""
+    prefix = new_prefix()
+    server = MCPServer("purged", tasks=TaskSettings(redis_url=shared_redis, redis_prefix=prefix, ttl=0.3))
+    stopped = asyncio.Event()
+
+    @server.tool(task="optional")
+    async def forever() -> str:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            stopped.set()
+        return "never"
+
+    try:
+        async with connect(server, protocol="2025-11-25") as client:
+            handle = await client.start_tool("forever")
+            assert handle.task_id is not None and server.tasks.running() == 1
+            store = server.tasks.store
+            async with asyncio.timeout(5):
+                while not (await store.purge(time.time())):
+                    await asyncio.sleep(0.05)
+            assert await store.get(handle.task_id) is None
+            await asyncio.wait_for(stopped.wait(), 5)
+    finally:
+        await delete_prefix(shared_redis, prefix)
+
+
 async def test_a_dead_workers_tasks_do_not_hold_their_owners_places(shared_redis: str) -> None:
     """max_active counts the tasks that have not ended; a task whose worker died (SIGKILL:
     nothing ended it) is not counted once its heartbeat is three beats old, even if nobody

@@ -389,6 +389,10 @@ class TaskManager:
             try:
                 record = await store.get(task_id)
                 if record is None:
+                    # Purged once its TTL ran out: nobody can fetch what the handler would
+                    # return, so it stops (2025-11-25 tasks "TTL and Resource Management": once
+                    # the ttl has elapsed a task and its results may be deleted, whatever its status).
+                    handler.cancel()
                     return
                 if record.cancel_requested:
                     # (A 2025-11-25 tasks/cancel ends the task before the handler has stopped.)
