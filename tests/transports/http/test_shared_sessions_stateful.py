@@ -1,0 +1,551 @@
+"""Stateful property tests of legacy Streamable HTTP sessions shared by two workers on Redis.
+
+Two :class:`StreamableHTTPApp` instances ("workers" A and B, each with its own
+MCPServer) share sessions through Redis on 127.0.0.1 under a key prefix of
+their own per example (deleted at the end). Hypothesis sends every request of a
+session to either worker, through interleavings of: initialize, quick and held
+tool calls, handlers that report progress, ask the client for its roots (the
+answer POSTed to either worker is relayed to the one that asked) and finish or
+fail, ``notifications/cancelled`` sent to either worker, an id reused while its
+first request runs (on the same or the other worker), the client dropping a
+response mid-stream and resuming it with ``Last-Event-ID`` on either worker,
+DELETE on either worker, the session's record expiring in Redis, and requests
+for unknown or ended sessions.
+
+The loop runs on real time (Redis answers over a socket): each step waits, with
+a deadline, for what it caused to be visible.
+
+Invariants:
+
+* each call's final answer reaches the client at most once over its POST and
+  its resumptions, under its own id, with the outcome its handler produced;
+  a finished handler's answer reaches a client that stays (or resumes);
+* a duplicate id is refused under that id (on either worker), the first
+  request untouched;
+* a deleted or expired session is refused (404) on both workers, and once a
+  worker has heard of the end its handlers for it end and its responses close;
+  no request is left pending when the machine stops;
+* the app never raises out of an exchange, every exchange that ends sent a
+  complete response, and after both workers shut down no task is left.
+
+``MCPKIT_HYPOTHESIS_PROFILE=long`` runs a longer randomized search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from asgi_exchange import Exchange
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from _virtual_loop import PROFILE, TIMEOUT
+from mcpkit import Context, MCPServer
+from mcpkit.protocol.errors import MCPError
+from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
+
+pytestmark = pytest.mark.timeout(TIMEOUT)
+
+REDIS = "redis://127.0.0.1:6379/0"
+LEGACY = "2025-11-25"
+#: How long a step waits for what it caused (Redis round trips, relays between workers).
+WAIT = 5.0
+
+
+def _note(what: str) -> None:
+    try:
+        event(what)
+    except InvalidArgument:
+        pass
+
+
+@dataclass
+class Session:
+    sid: str
+    alive: bool = True
+    ids: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
+
+
+@dataclass
+class Call:
+    key: int
+    session: Session
+    rid: int
+    worker: int
+    post: Exchange | None = None
+    resumes: list[Exchange] = field(default_factory=list)
+    cancelled: bool = False
+    started: bool = False
+    #: Waiting for the client's answer to roots/list (commands queue up meanwhile).
+    asking: bool = False
+    ended: str | None = None
+    commands: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    progress_sent: int = 0
+
+    def views(self) -> list[Exchange]:
+        return [x for x in (self.post, *self.resumes) if x is not None]
+
+    def finals(self) -> list[Any]:
+        return [
+            m
+            for x in self.views()
+            for m in x.messages()
+            if m.get("id") == self.rid and ("result" in m or "error" in m)
+        ]
+
+    def asks(self) -> list[Any]:
+        return [m for x in self.views() for m in x.messages() if m.get("method") == "roots/list"]
+
+    def last_event_id(self) -> str | None:
+        ids = [e.id for x in self.views() if x.sse for e in x.events() if e.id is not None]
+        return ids[-1] if ids else None
+
+    def live_view(self) -> Exchange | None:
+        for x in self.views():
+            if x.live:
+                return x
+        return None
+
+
+class SharedMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.prefix = f"stateful-{uuid.uuid4().hex}"
+        self.sessions: list[Session] = []
+        self.calls: dict[int, Call] = {}
+        self.keys = itertools.count(1)
+        self.exchanges: list[Exchange] = []
+        self.answered: set[Any] = set()
+        self.apps = [self._worker(), self._worker()]
+        for app in self.apps:
+            self.loop.run_until_complete(app.startup())
+
+    def _worker(self) -> StreamableHTTPApp:
+        server = MCPServer("shared-stateful", "1.0")
+        machine = self
+
+        @server.tool()
+        async def hold(key: int, ctx: Context) -> str:
+            call = machine.calls[key]
+            call.started = True
+            try:
+                while True:
+                    command = await call.commands.get()
+                    if command == "done":
+                        call.ended = "done"
+                        return f"done {key}"
+                    if command == "fail":
+                        call.ended = "failed"
+                        raise ValueError(f"failed {key}")
+                    if command == "progress":
+                        call.progress_sent += 1
+                        await ctx.report_progress(call.progress_sent)
+                    elif command == "ask":
+                        call.asking = True
+                        try:
+                            await ctx.list_roots()
+                        finally:
+                            call.asking = False
+            except asyncio.CancelledError:
+                call.ended = "cancelled"
+                raise
+            except MCPError as exc:
+                call.ended = f"error {exc.code}"  # its roots/list ended in an error
+                raise
+
+        @server.tool()
+        async def echo(text: str) -> str:
+            return text
+
+        return StreamableHTTPApp(
+            server,
+            HTTPSettings(redis_url=REDIS, redis_prefix=self.prefix, keepalive_interval=15.0, sse_retry_ms=10),
+        )
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def wait(self, done: Callable[[], bool], what: str) -> None:
+        async def poll() -> None:
+            deadline = time.monotonic() + WAIT
+            while not done():
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"waited {WAIT} s in vain for {what}")
+                await asyncio.sleep(0.002)
+
+        self.run(poll())
+
+    def exchange(self, worker: int, method: str, headers: dict[str, str], body: Any = None) -> Exchange:
+        async def go() -> Exchange:
+            data = b"" if body is None else json.dumps(body).encode()
+            return Exchange(self.apps[worker], method, "/mcp", headers, data)
+
+        exchange: Exchange = self.run(go())
+        self.exchanges.append(exchange)
+        what = body.get("method", "a response") if isinstance(body, dict) else ""
+        _note(f"{method} {what}")
+        return exchange
+
+    def post(self, worker: int, session: Session | str | None, body: Any, wait: bool = True) -> Exchange:
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        if session is not None:
+            headers["mcp-session-id"] = session if isinstance(session, str) else session.sid
+            headers["mcp-protocol-version"] = LEGACY
+        response = self.exchange(worker, "POST", headers, body)
+        if wait:
+            self.wait(lambda: response.complete, f"the answer to {body}")
+        return response
+
+    def get(self, worker: int, session: Session | str, last_event_id: str | None = None) -> Exchange:
+        headers = {"accept": "text/event-stream", "mcp-protocol-version": LEGACY}
+        headers["mcp-session-id"] = session if isinstance(session, str) else session.sid
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        return self.exchange(worker, "GET", headers)
+
+    def alive(self) -> list[Session]:
+        return [s for s in self.sessions if s.alive]
+
+    def running(self) -> list[Call]:
+        return [c for c in self.calls.values() if c.ended is None and c.session.alive and not c.cancelled]
+
+    def _ended(self, session: Session) -> None:
+        session.alive = False
+        # Both workers hear of the end (DELETE publishes it; an expired record is found
+        # missing by the next request to each): handlers end and responses close.
+        calls = [c for c in self.calls.values() if c.session is session]
+        self.wait(
+            lambda: (
+                all(c.ended is not None for c in calls)
+                and all(x.task.done() for c in calls for x in c.views())
+                and all(app.sessions.get(session.sid) is None for app in self.apps)
+            ),
+            "the handlers, responses and copies of an ended session to end",
+        )
+
+    # -- rules: sessions ----------------------------------------------------------------
+
+    @initialize(
+        worker=st.integers(0, 1), other=st.integers(0, 1), first=st.sampled_from([None, "progress", "ask"])
+    )
+    def a_session_with_a_call(self, worker: int, other: int, first: str | None) -> None:
+        self.open_session(worker)
+        self.held_call(0, other, progress=first == "progress")
+        if first is not None:
+            self.handler_acts(0, first)
+
+    @precondition(lambda self: len(self.alive()) < 3)
+    @rule(worker=st.integers(0, 1))
+    def open_session(self, worker: int) -> None:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY,
+                "capabilities": {"roots": {}},
+                "clientInfo": {"name": "stateful", "version": "0"},
+            },
+        }
+        response = self.post(worker, None, body)
+        assert response.status == 200, response.chunks
+        sid = response.headers["mcp-session-id"]
+        done = self.post(1 - worker, sid, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert done.status == 202, done.status
+        self.sessions.append(Session(sid))
+
+    @precondition(lambda self: self.alive())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def delete_session(self, pick: int, worker: int) -> None:
+        session = self.alive()[pick % len(self.alive())]
+        response = self.exchange(
+            worker, "DELETE", {"mcp-session-id": session.sid, "mcp-protocol-version": LEGACY}
+        )
+        self.wait(lambda: response.complete, "DELETE")
+        assert response.status == 200, (response.status, response.chunks)
+        self._ended(session)
+
+    @precondition(lambda self: self.alive())
+    @rule(pick=st.integers(0, 100))
+    def record_expires(self, pick: int) -> None:
+        """The session's record expires in Redis (its TTL, cut short): both workers say 404."""
+        session = self.alive()[pick % len(self.alive())]
+
+        async def expire() -> None:
+            client = aioredis.Redis.from_url(REDIS)
+            try:
+                await client.delete(f"{self.prefix}:s:{session.sid}")
+            finally:
+                await client.aclose()
+
+        self.run(expire())
+        _note("a record expired")
+        for worker in (0, 1):
+            response = self.post(worker, session, {"jsonrpc": "2.0", "id": "after", "method": "ping"})
+            assert response.status == 404, (worker, response.status, response.chunks)
+        self._ended(session)
+
+    @precondition(lambda self: self.sessions)
+    @rule(
+        pick=st.integers(0, 100),
+        worker=st.integers(0, 1),
+        what=st.sampled_from(["post", "get", "delete"]),
+        unknown=st.booleans(),
+    )
+    def refused(self, pick: int, worker: int, what: str, unknown: bool) -> None:
+        dead = [s for s in self.sessions if not s.alive]
+        sid = f"no-such-session-{pick}" if unknown or not dead else dead[pick % len(dead)].sid
+        if what == "post":
+            response = self.post(worker, sid, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"})
+        elif what == "get":
+            response = self.get(worker, sid)
+        else:
+            response = self.exchange(
+                worker, "DELETE", {"mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+            )
+        self.wait(lambda: response.complete, f"a refused {what}")
+        assert response.status == 404, (what, response.status, response.chunks)
+
+    # -- rules: requests ----------------------------------------------------------------
+
+    @precondition(lambda self: self.alive())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def quick_call(self, pick: int, worker: int) -> None:
+        session = self.alive()[pick % len(self.alive())]
+        rid = next(session.ids)
+        body = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": f"hi {rid}"}},
+        }
+        response = self.post(worker, session, body)
+        assert response.status == 200, (response.status, response.chunks)
+        (message,) = response.messages()
+        assert message["id"] == rid and message["result"]["content"][0]["text"] == f"hi {rid}"
+
+    @precondition(lambda self: self.alive() and len(self.running()) < 5)
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1), progress=st.booleans())
+    def held_call(self, pick: int, worker: int, progress: bool) -> None:
+        session = self.alive()[pick % len(self.alive())]
+        rid = next(session.ids)
+        key = next(self.keys)
+        params: dict[str, Any] = {"name": "hold", "arguments": {"key": key}}
+        if progress:
+            params["_meta"] = {"progressToken": f"p{key}"}
+        call = Call(key, session, rid, worker)
+        self.calls[key] = call
+        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+        call.post = self.post(worker, session, body, wait=False)
+        self.wait(lambda: call.started, "a held call's handler to start")
+        assert call.post.status is None, "a held call answered before it was released"
+
+    @precondition(lambda self: self.running())
+    @rule(
+        pick=st.integers(0, 100), command=st.sampled_from(["done", "done", "fail", "progress", "ask", "ask"])
+    )
+    def handler_acts(self, pick: int, command: str) -> None:
+        call = self.running()[pick % len(self.running())]
+        asks, progress = len(call.asks()), call.progress_sent
+        call.commands.put_nowait(command)
+        if call.asking:
+            _note("a command queued behind an ask")
+            return
+        if command in ("done", "fail"):
+            self.wait(lambda: call.ended is not None, "the handler to end")
+            # Its answer goes out to a client still reading (none is due on a dropped stream).
+            self.wait(lambda: call.finals() or call.live_view() is None, "the answer on the open stream")
+        elif command == "ask":
+            self.wait(
+                lambda: len(call.asks()) > asks or call.live_view() is None or call.ended is not None,
+                "roots/list on the open stream",
+            )
+        else:
+            self.wait(lambda: call.progress_sent > progress, "progress")
+
+    @precondition(lambda self: self._unanswered())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def answer_ask(self, pick: int, worker: int) -> None:
+        """The client answers roots/list on either worker: it reaches the one that asked."""
+        pairs = self._unanswered()
+        call, ask = pairs[pick % len(pairs)]
+        self.answered.add(ask["id"])
+        _note("answered on the other worker" if worker != call.worker else "answered on the same worker")
+        response = self.post(
+            worker, call.session, {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": []}}
+        )
+        assert response.status == 202, (response.status, response.chunks)
+        self.wait(lambda: self._quiet(call), "the ask's answer to arrive and the handler to go on")
+
+    def _quiet(self, call: Call) -> bool:
+        """The handler has done all it was told (and its answer, if any, went out)."""
+        if call.ended is None:
+            return not call.asking and call.commands.empty()
+        return call.ended not in ("done", "failed") or bool(call.finals()) or call.live_view() is None
+
+    def _unanswered(self) -> list[tuple[Call, Any]]:
+        return [(c, a) for c in self.running() for a in c.asks() if a["id"] not in self.answered]
+
+    @precondition(lambda self: self.running())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def cancel(self, pick: int, worker: int) -> None:
+        """notifications/cancelled on either worker: the handler stops, its response ends."""
+        call = self.running()[pick % len(self.running())]
+        call.cancelled = True
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": call.rid, "reason": "test"},
+        }
+        _note("cancelled on the other worker" if worker != call.worker else "cancelled on the same worker")
+        assert self.post(worker, call.session, note).status == 202
+        self.wait(lambda: call.ended is not None, "a cancelled handler to stop")
+        self.wait(lambda: all(x.task.done() for x in call.views()), "a cancelled request's responses to end")
+
+    @precondition(lambda self: self.running())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def reuse_id(self, pick: int, worker: int) -> None:
+        call = self.running()[pick % len(self.running())]
+        body = {
+            "jsonrpc": "2.0",
+            "id": call.rid,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "dup"}},
+        }
+        response = self.post(worker, call.session, body)
+        (message,) = response.messages()
+        assert "error" in message and message["id"] == call.rid, message
+        assert call.ended is None
+
+    @precondition(lambda self: any(c.live_view() for c in self.running()))
+    @rule(pick=st.integers(0, 100))
+    def client_drops(self, pick: int) -> None:
+        calls = [c for c in self.running() if c.live_view()]
+        call = calls[pick % len(calls)]
+        view = call.live_view()
+        assert view is not None
+        view.hang_up()
+        self.wait(lambda: view.task.done(), "the app to notice the client left")
+
+    @precondition(lambda self: any(self._resumable(c) for c in self.calls.values()))
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
+    def resume(self, pick: int, worker: int) -> None:
+        calls = [c for c in self.calls.values() if self._resumable(c)]
+        call = calls[pick % len(calls)]
+        last = call.last_event_id()
+        assert last is not None
+        response = self.get(worker, call.session, last)
+        call.resumes.append(response)
+        _note("resumed on the other worker" if worker != call.worker else "resumed on the same worker")
+        self.wait(lambda: response.status is not None, "the resumed stream to start")
+        assert response.status == 200, (response.status, response.chunks)
+        if call.ended in ("done", "failed"):
+            self.wait(lambda: bool(call.finals()), "the answer replayed on the resumed stream")
+
+    def _resumable(self, call: Call) -> bool:
+        return (
+            call.session.alive
+            and call.live_view() is None
+            and call.last_event_id() is not None
+            and not call.finals()
+            and not call.cancelled
+            and call.ended in (None, "done", "failed")
+        )
+
+    # -- invariants ---------------------------------------------------------------------
+
+    @invariant()
+    def no_exchange_failed(self) -> None:
+        for exchange in self.exchanges:
+            if exchange.task.done():
+                assert not exchange.violations, exchange.violations
+                assert not exchange.task.cancelled()
+                assert exchange.task.exception() is None, repr(exchange.task.exception())
+                if not exchange.hung_up.is_set():
+                    assert exchange.status is not None and exchange.complete, (
+                        f"{exchange.method} ended without a complete response ({exchange.status})"
+                    )
+
+    @invariant()
+    def each_call_is_answered_once_and_correctly(self) -> None:
+        for call in self.calls.values():
+            finals = call.finals()
+            assert len(finals) <= 1, f"call {call.key} answered {len(finals)} times: {finals}"
+            if not finals or call.cancelled:
+                if not finals and call.ended in ("done", "failed") and call.session.alive:
+                    assert call.live_view() is None, (
+                        f"call {call.key} finished; its open stream never got the answer"
+                    )
+                continue
+            final = finals[0]
+            if call.ended == "done":
+                assert final["result"]["content"][0]["text"] == f"done {call.key}", final
+            elif call.ended == "failed":
+                assert final["result"]["isError"], final
+            elif "error" in final and not call.session.alive:
+                assert final["error"]["message"] == "Session not found", final
+            else:
+                raise AssertionError(f"call {call.key} ({call.ended}) answered {final}")
+
+    @invariant()
+    def progress_in_order_and_once(self) -> None:
+        for call in self.calls.values():
+            seen = [e.id for x in call.views() if x.sse for e in x.events() if e.id is not None and e.data]
+            assert len(seen) == len(set(seen)), f"call {call.key} saw an event twice: {seen}"
+            progress = [
+                m["params"]["progress"]
+                for x in call.views()
+                for m in x.messages()
+                if m.get("method") == "notifications/progress"
+            ]
+            assert progress == sorted(progress) and len(progress) == len(set(progress)), progress
+
+    def teardown(self) -> None:
+        async def down() -> None:
+            for exchange in self.exchanges:
+                exchange.hang_up()
+            for app in self.apps:
+                await app.shutdown()
+            await asyncio.sleep(0)
+            deadline = time.monotonic() + WAIT
+            while True:
+                left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                if not left or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.005)
+            for task in left:
+                task.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
+            client = aioredis.Redis.from_url(REDIS)
+            try:
+                keys = [k async for k in client.scan_iter(f"{self.prefix}:*")]
+                if keys:
+                    await client.delete(*keys)
+            finally:
+                await client.aclose()
+            assert not left, f"tasks left after shutdown: {left}"
+
+        try:
+            self.run(down())
+            for call in self.calls.values():
+                assert call.ended is not None or not call.started, f"call {call.key} left pending"
+        finally:
+            self.loop.close()
+
+
+SharedMachine.TestCase.settings = settings(settings.get_profile(PROFILE))
+TestSharedSessionsStateful = SharedMachine.TestCase
