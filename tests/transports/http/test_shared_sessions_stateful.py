@@ -549,3 +549,42 @@ class SharedMachine(RuleBasedStateMachine):
 
 SharedMachine.TestCase.settings = settings(settings.get_profile(PROFILE))
 TestSharedSessionsStateful = SharedMachine.TestCase
+
+
+# -- found while writing the machine, pinned as plain tests ----------------------------------
+
+
+@pytest.mark.parametrize("busy", ["call", "get", "idle"])
+def test_a_session_busy_on_a_worker_does_not_expire_in_redis(busy: str) -> None:
+    """Before: a shared session's record expired by its TTL while a call outlived the idle
+    timeout (or a GET stream listened that long), unlike an unshared session, which is
+    never evicted while busy: the client's next request, answer or cancellation got 404."""
+    machine = SharedMachine()
+    try:
+        machine.open_session(0)
+        session = machine.sessions[0]
+        if busy == "call":
+            machine.held_call(0, 1, progress=False)
+        elif busy == "get":
+            stream = machine.get(1, session)
+            machine.wait(lambda: stream.status is not None, "the GET stream to start")
+            assert stream.status == 200
+        key = f"{machine.prefix}:s:{session.sid}"
+
+        async def ttl_after_eviction_pass() -> int:
+            client = aioredis.Redis.from_url(REDIS)
+            try:
+                await client.expire(key, 5)  # the idle timeout nearly over
+                for app in machine.apps:
+                    await app.evict_idle()
+                return int(await client.ttl(key))
+            finally:
+                await client.aclose()
+
+        ttl = machine.run(ttl_after_eviction_pass())
+        if busy == "idle":
+            assert 0 < ttl <= 5  # an idle session expires on time
+        else:
+            assert ttl > 5, f"the busy session's record expires in {ttl} s"
+    finally:
+        machine.teardown()

@@ -47,19 +47,29 @@ class Lifetime:
         """Close sessions idle past ``session_idle_timeout``; returns how many.
 
         With shared sessions this drops only this worker's copy: the record in
-        Redis expires by its own TTL, and another request rebuilds the copy.
+        Redis expires by its own TTL, and another request rebuilds the copy. A
+        copy still busy here (a handler running, a GET stream served) pushes
+        that TTL forward, as a busy unshared session is never evicted: else a
+        call outliving the idle timeout saw its session vanish under it (its
+        client's answers, cancellations and next requests all refused 404).
         """
         cutoff = self.settings.clock() - self.settings.session_idle_timeout
+        shared = self.shared
         evicted = 0
+        busy: list[str] = []
         for session in self.sessions:
             if (
-                session.last_seen < cutoff
-                and not session.get_connected
-                and not session.engine.in_flight_count()
+                session.get_connected
+                or session.engine.in_flight_count()
+                or (shared is not None and shared.serves_get(session.id))
             ):
+                busy.append(session.id)
+            elif session.last_seen < cutoff:
                 self.sessions.remove(session.id)
                 await session.close()
                 evicted += 1
+        if shared is not None and busy:
+            await shared.keep_alive(busy)
         return evicted
 
     async def _run_lifespan(self, receive: Receive, send: Send) -> None:

@@ -183,6 +183,19 @@ class SharedSessionStore:
         local.conn.lifecycle.log_level = record.log_level
         return local, claimed
 
+    def serves_get(self, session_id: str) -> bool:
+        """Whether this worker serves a GET stream (standalone or resumed) of the session."""
+        return bool(self._pumps.get(session_id))
+
+    async def keep_alive(self, session_ids: list[str]) -> None:
+        """Push forward the expiry of sessions busy on this worker (one round trip).
+
+        A session gone meanwhile (deleted, expired) stays gone: its copy here is
+        closed by the DELETE's broadcast or by the next request for it.
+        """
+        with contextlib.suppress(RedisUnavailable):
+            await asyncio.gather(*(self.store.fetch(sid) for sid in session_ids))
+
     def release_when_done(self, session: LegacyHTTPSession, request_id: int | str) -> None:
         """Free the claim on ``request_id`` once its handler has finished."""
         sid, store = session.id, self.store
