@@ -2,12 +2,14 @@
 (``--http --port N``, ``--stateless`` for legacy HTTP without sessions). Tools that wait do so
 for a signal the test gives: a file appearing.
 
-Polling is quick here (50 ms) so the tests do not wait on the 1-second default.
+Polling is quick here (50 ms) so the tests do not wait on the 1-second default;
+``TASKS_HEARTBEAT`` sets the heartbeat (seconds) of tasks kept in Redis (``MCPKIT_REDIS_URL``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -15,7 +17,11 @@ from mcpkit import Context, MCPServer
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server.tasks import TaskSettings
 
-server = MCPServer("tasks-test", "1.0", tasks=TaskSettings(poll_interval=0.05))
+server = MCPServer(
+    "tasks-test",
+    "1.0",
+    tasks=TaskSettings(poll_interval=0.05, heartbeat=float(os.environ.get("TASKS_HEARTBEAT", "5"))),
+)
 
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -124,6 +130,12 @@ async def work(seconds: float) -> str:
     """Works ``seconds`` seconds (its own duration: nothing the test waits on), then says so."""
     await asyncio.sleep(seconds)
     return f"worked {seconds:g}s"
+
+
+@server.tool()
+def pid() -> int:
+    """This server's process id."""
+    return os.getpid()
 
 
 @server.tool()

@@ -9,13 +9,16 @@ stdin and, as the stdio "Shutdown" allows, waits for it to exit by itself; the s
 finishes the task first, and the second process answers the polls from Redis.
 
 All five ways run at once, so the test takes about 30 seconds. Also: a stdio server left
-finishing its tasks stops them on SIGTERM (they end failed, not stuck).
+finishing its tasks stops them on SIGTERM, and a stdio server SIGKILLed mid-task leaves it to
+be failed by the next process once its heartbeat is stale (failed, not stuck, both eras).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -134,5 +137,33 @@ async def test_a_stdio_server_left_draining_stops_its_tasks_on_sigterm(era: str)
             status = await second.task(task_id).status()
             assert status.status == "failed", status
             assert status.status_message == "The server stopped before the task finished"
+    finally:
+        await delete_prefix(env["MCPKIT_REDIS_PREFIX"])
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+async def test_a_sigkilled_stdio_servers_task_ends_failed(era: str) -> None:
+    """A stdio server killed mid-task (its tasks in Redis): the next process fails the task
+    once its heartbeat is three beats old, instead of leaving it working for good."""
+    env = {
+        "MCPKIT_REDIS_URL": REDIS_URL,
+        "MCPKIT_REDIS_PREFIX": f"test-reconnect-{secrets.token_hex(6)}",
+        "TASKS_HEARTBEAT": "0.3",
+    }
+    try:
+        async with Client([sys.executable, str(SERVER)], env=env, protocol=era) as first:
+            task_id = (await first.start_tool("work", {"seconds": 60})).task_id
+            assert task_id is not None
+            pid = int(text(await first.call_tool("pid")))
+            os.kill(pid, signal.SIGKILL)
+        killed = time.monotonic()
+        async with Client([sys.executable, str(SERVER)], env=env, protocol=era) as second:
+            task = second.task(task_id)
+            async with asyncio.timeout(15):
+                while (status := await task.status()).status == "working":
+                    await asyncio.sleep(0.05)
+            assert status.status == "failed", status
+            assert status.status_message == "The worker running the task stopped"
+            assert time.monotonic() - killed < 10
     finally:
         await delete_prefix(env["MCPKIT_REDIS_PREFIX"])
