@@ -254,6 +254,16 @@ class LegacyRoutes:
                         jsonrpc.encode_error(message.id, INVALID_REQUEST, "initialize must not be batched")
                     )
                     continue
+                if message.id in session.request_streams or session.engine.in_flight(message.id):
+                    # Refused here, as a single POST is: a second stream under the id would
+                    # displace the first, whose answer was then lost (and a batch holding the
+                    # id twice waited for ever on the stream the engine's refusal never reached).
+                    answers.append(
+                        jsonrpc.encode_error(
+                            message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
+                        )
+                    )
+                    continue
                 streams.append(session.open_stream(message.id))
             session.engine.feed_message(message)  # type: ignore[arg-type]
         for stream in streams:
