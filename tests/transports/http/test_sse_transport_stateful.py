@@ -552,3 +552,30 @@ SSEMachine.TestCase.settings = settings(
     stateful_step_count=max(40, settings.get_profile(PROFILE).stateful_step_count),
 )
 TestSSETransportStateful = SSEMachine.TestCase
+
+
+# -- found while writing the machine, pinned as plain tests ----------------------------------
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_a_refused_duplicate_id_does_not_release_the_hold_on_the_first_requests_answer(reuse: bool) -> None:
+    """An answer following its request's own progress waits until the client has read that
+    progress (legacy_sse._Held). Before: the engine's refusal of a duplicate id went through
+    the channel's respond and took that request's place among the answers to hold: the
+    refusal was held instead, and the real answer went out at once behind its progress."""
+    machine = SSEMachine()
+    try:
+        machine.a_stream_with_a_call(progress=True, first="progress")
+        call = machine.calls[1]
+        if reuse:
+            before = len(call.answers())
+            machine.reuse_id(0)
+            assert len(call.answers()) == before + 1  # the refusal, at once
+        call.commands.put_nowait("done")
+        machine.loop.run_until_complete(settle())  # no (virtual) time passes
+        assert call.ended == "done" and call.finals() == [], "the answer did not wait for its progress"
+        machine.run(settle())  # a few virtual milliseconds: the client has read the progress
+        (final,) = call.finals()
+        assert final["result"]["content"][0]["text"] == "done 1"
+    finally:
+        machine.teardown()

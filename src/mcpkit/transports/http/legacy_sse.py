@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST, MCPError, ProtocolError
+from ...protocol.jsonrpc import Request
 from ...session.channel import RequestId
 from ._read_probe import _KernelReads, _Reads, _TimedReads
 from .asgi import HTTPFailure, Receive, Scope, Send, read_body, respond
@@ -74,6 +75,21 @@ class _StreamChannel(RoutingChannel):
             noting[related] = None
             if len(noting) > _NOTING_LIMIT:
                 del noting[next(iter(noting))]
+
+    def feed(self, message: jsonrpc.Message) -> None:
+        """Serve one message the client POSTed (or another worker relayed).
+
+        A request under an id still in flight is refused here, onto the stream
+        but not through :meth:`respond`: the engine's own refusal would take the
+        id's place among the answers to hold, and the running request's answer
+        would then go out at once, possibly in one read with its progress.
+        """
+        engine = self.owner.engine
+        if isinstance(message, Request) and engine.in_flight(message.id):
+            refusal = f"Invalid Request: id {message.id!r} is already in use"
+            self.owner.standalone.push(jsonrpc.encode_error(message.id, INVALID_REQUEST, refusal))
+            return
+        engine.feed_message(message)
 
     def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
         stream = self.owner.standalone
@@ -176,6 +192,15 @@ class LegacySSE:
             return True
         return False
 
+    @staticmethod
+    def feed(session: LegacyHTTPSession, message: jsonrpc.Message) -> None:
+        """Serve one message for ``session`` (see :meth:`_StreamChannel.feed`)."""
+        channel = session.channel
+        if isinstance(channel, _StreamChannel):
+            channel.feed(message)
+        else:
+            session.engine.feed_message(message)
+
     async def drain(self) -> None:
         """End every stream once its in-flight calls have answered on it."""
         sessions = list(self.sessions.values())
@@ -267,7 +292,7 @@ class LegacySSE:
             await respond(send, 400, jsonrpc.encode_error(None, INVALID_REQUEST, "batches are not accepted"))
             return
         session.touch()
-        session.engine.feed_message(message)
+        self.feed(session, message)
         await respond(send, 202, b"Accepted", content_type=b"text/plain")
 
 

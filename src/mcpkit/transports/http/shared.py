@@ -349,9 +349,9 @@ class SharedSessionStore:
         found = self._unwrap(data)
         legacy = self.app.legacy_sse
         session = legacy.sessions.get(found[0]) if found is not None and legacy is not None else None
-        if session is not None and found is not None:
+        if session is not None and found is not None and legacy is not None:
             session.touch()
-            session.engine.feed_message(found[1])
+            legacy.feed(session, found[1])
 
     # -- changes ----------------------------------------------------------------------------
 
