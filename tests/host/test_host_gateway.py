@@ -13,9 +13,9 @@ from host_helpers import BACKEND, SERVERS, backend_spec, read_lines
 
 from mcpkit import Client, MCPServer
 from mcpkit.host import AuditLog, Host, Policy, build_gateway
-from mcpkit.host._proxy import add_raw_tool
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import MCPError
+from mcpkit.proxy.publish import publish_tools
 from mcpkit.server import Context
 from mcpkit.testing import connect, serve_http
 
@@ -182,7 +182,7 @@ async def test_raw_tool_registration_passes_arguments_untouched() -> None:
         return t.CallToolResult(content=[t.TextContent(text="{}")], structured_content={"n": len(arguments)})
 
     server = MCPServer("s")
-    add_raw_tool(server, tool(schema, output_schema=output, title="Proxy"), handler)
+    publish_tools(server, [(tool(schema, output_schema=output, title="Proxy"), handler)])
     async with connect(server) as client:
         (listed,) = await client.list_tools()
         assert (listed.input_schema, listed.output_schema, listed.title) == (schema, output, "Proxy")

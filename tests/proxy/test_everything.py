@@ -166,7 +166,7 @@ async def test_list_changes_and_resource_updates_are_relayed(back: str, front: s
             await eventually(lambda: proxy.has_prompt("dynamic_prompt"))
 
             # Subscribed on the backend once a frontend subscribed; its updates come through.
-            await eventually(lambda: "test://watched-resource" in proxy._subscribed)
+            await eventually(lambda: "test://watched-resource" in proxy.subscriptions)
             module.server.notify_resource_updated("test://watched-resource")
             await eventually(
                 lambda: any(
@@ -178,7 +178,7 @@ async def test_list_changes_and_resource_updates_are_relayed(back: str, front: s
                 await listening.close()
             else:
                 await client.unsubscribe_resource("test://watched-resource")
-            await eventually(lambda: not proxy._subscribed)
+            await eventually(lambda: not proxy.subscriptions)
 
 
 async def test_the_proxy_is_served_over_http_and_stdio_backends_reconnect(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ class Backend:
         self._attempts = 0
         self._up_since = 0.0
         self._stopping = False
+        #: Called with each new client before it connects (the gateway makes it relay
+        #: what the server asks to the gateway's own client).
+        self.on_client: Callable[[Client], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -204,10 +207,12 @@ class Backend:
             timeout=self._request_timeout,
             client_info=t.Implementation(name="mcpkit-host", version=__version__),
             notification_handler=lambda method, params: self._notified(client, method, params),
-            log_handler=self._forward_log,
+            log_handler=self.forward_log,
             headers=spec.headers,
             transport="sse" if spec.transport == "sse" else "auto",
         )
+        if self.on_client is not None:
+            self.on_client(client)
         try:
             async with asyncio.timeout(self._connect_timeout):
                 await client.connect()
@@ -357,7 +362,8 @@ class Backend:
                 result = []
             setattr(self, field, result)
 
-    def _forward_log(self, params: t.LoggingMessageParams) -> None:
+    def forward_log(self, params: t.LoggingMessageParams) -> None:
+        """Give a log message of the server to the host's ``log_handler``."""
         if self._log_handler is not None:
             self._log_handler(self.name, params)
 

@@ -6,6 +6,12 @@
     host = Host("mcp.json", policy=policy, audit=AuditLog("audit.jsonl"))
     build_gateway(host).run()            # stdio; or .run("http", port=8000)
 
+The gateway is a proxy with a policy: calls, reads and prompts are forwarded by the
+proxy's :class:`~mcpkit.proxy.forward.Forwarder` over the host's own connection to each
+server (a :class:`HostEndpoint`), lists are published and subscriptions forwarded by the
+proxy's helpers, so progress, logging, cancellation and a backend's sampling, elicitation
+and roots requests reach the gateway's client as they reach a proxy's.
+
 The gateway's tools are the host's aggregated tools (``mcp__server__tool``, the
 backends' schemas verbatim) but those the policy denies: a host leaves a tool no
 call of may run out of what the model sees (``ask`` tools are listed). Each call
@@ -29,6 +35,7 @@ own host, so the change is not put to it as an elicitation.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -39,18 +46,24 @@ import msgspec
 from msgspec import UNSET
 
 from .._version import __version__
+from ..client.client import Client
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
+from ..proxy.backend import Endpoint
+from ..proxy.forward import LOCAL_PREFIX, Forwarder
+from ..proxy.publish import publish_prompts, publish_resources, publish_tools
+from ..proxy.subscriptions import SubscriptionHooks, Subscriptions
 from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import CallNext, Middleware
-from ..session.engine import ProgressCallback
-from ._proxy import UnsupportedSchema, add_prompt, add_raw_tool, add_resource, add_template
-from .backend import ServerUnavailable
+from ..server.mrtr import InputRequired
+from ..server.resources import ResourceNotFound
+from ..session.engine import SessionClosed
+from .backend import Backend, ServerUnavailable
 from .manager import Host, HostEvent, UnknownName
 from .policy import ApprovalRequest, Approver, PermissionDenied
 
-__all__ = ["Gateway", "build_gateway"]
+__all__ = ["Gateway", "HostEndpoint", "build_gateway"]
 
 logger = logging.getLogger("mcpkit.host.gateway")
 
@@ -59,12 +72,47 @@ _APPROVAL_SCHEMA = {
     "properties": {"approve": {"type": "boolean", "title": "Allow this call"}},
     "required": ["approve"],
 }
+#: The approval's input key in the modern era: the gateway's own, never sent to a backend.
+_APPROVAL_KEY = f"{LOCAL_PREFIX}approve"
+#: Where a modern call's audit id and start ride across its rounds (the gateway's own too).
+_CALL_KEY = f"{LOCAL_PREFIX}call"
 _LIST_KINDS = frozenset({"tools", "resources", "prompts", "state"})
 
 
 def build_gateway(host: Host, **options: Any) -> MCPServer:
     """An :class:`MCPServer` serving ``host``'s servers as one (see :class:`Gateway`)."""
     return Gateway(host, **options).server
+
+
+class HostEndpoint(Endpoint):
+    """A host :class:`Backend` as the forwarder's endpoint: its client is the host's (started,
+    restarted and timed out by the host); what its server asks during a call goes to the
+    gateway's client that made the call."""
+
+    def __init__(self, host: Host, backend: Backend) -> None:
+        super().__init__()
+        self.host = host
+        self.backend = backend
+
+    @property
+    def describe(self) -> str:
+        return f"server {self.backend.name!r}"
+
+    def ready(self) -> Client | None:
+        return self.backend.client
+
+    async def get(self) -> Client:
+        return await self.backend.ready_client(self.host.ready_timeout)
+
+    def unavailable(self, exc: BaseException) -> Exception:
+        if isinstance(exc, ServerUnavailable):
+            return exc
+        if isinstance(exc, SessionClosed | ConnectionError):
+            return ServerUnavailable(self.backend.name, "the connection closed during the call")
+        return ServerUnavailable(self.backend.name, f"{type(exc).__name__}: {exc}")
+
+    async def unrouted_log(self, params: t.LoggingMessageParams) -> None:
+        self.backend.forward_log(params)  # outside any call: the host's log_handler
 
 
 class Gateway:
@@ -76,6 +124,8 @@ class Gateway:
     and stops it afterwards; a host the caller started stays theirs to close.
     ``approval="elicit"`` (default) asks the gateway's client about ``ask``
     decisions the policy has no callback for; ``"deny"`` refuses them.
+    ``input_timeout``: how long a backend call waits for a modern client to come
+    back with what the backend asked.
     """
 
     def __init__(
@@ -85,21 +135,27 @@ class Gateway:
         version: str = __version__,
         *,
         approval: Literal["elicit", "deny"] = "elicit",
+        input_timeout: float = 300.0,
         **server_options: Any,
     ) -> None:
         self.server = MCPServer(name, version, lifespan=self._lifespan, **server_options)
         self.host = host
         self.approval = approval
-        self._tools_seen: dict[str, t.Tool] = {}
-        self._prompts_seen: dict[str, t.Prompt] = {}
-        self._resources_seen: dict[str, tuple[str, Any]] = {}  # URI or template -> (server, definition)
+        #: The proxy's forwarding core: calls, reads and prompts go to the backends through it.
+        self.forwarder = Forwarder(input_timeout)
+        #: The backend subscriptions of the gateway's subscribed URIs.
+        self.subscriptions = Subscriptions(self._locate)
+        self._endpoints: dict[str, HostEndpoint] = {}
         #: Exposed names of the host's tools the policy denies (not published; calls refused).
         self._denied: frozenset[str] = frozenset()
         self._users = 0
         self._started_host = False
+        self._background: set[asyncio.Future[Any]] = set()
+        host.on_client(self._install)
         host.subscribe(self._on_host_event)
         self.server.completion()(self._complete)
         self.server.add_middleware(_Refusals(self))
+        self.server.add_middleware(SubscriptionHooks(self.subscriptions))
         if host.running:
             self.sync()
 
@@ -115,101 +171,112 @@ class Gateway:
             yield self.host
         finally:
             self._users -= 1
-            if self._users == 0 and self._started_host:
-                self._started_host = False
-                await self.host.close()
+            if self._users == 0:
+                self.forwarder.expire_all()
+                self.subscriptions.clear()
+                if self._started_host:
+                    self._started_host = False
+                    await self.host.close()
+
+    def endpoint(self, server: str) -> HostEndpoint:
+        """The forwarder's endpoint for the host's server ``server``."""
+        found = self._endpoints.get(server)
+        if found is None:
+            found = self._endpoints[server] = HostEndpoint(self.host, self.host.backend(server))
+        return found
+
+    def _install(self, backend: Backend, client: Client) -> None:
+        # (Notifications stay the host's: it follows the lists itself.)
+        self.endpoint(backend.name).install(client)
 
     # -- keeping up with the host ------------------------------------------------
 
     def _on_host_event(self, event: HostEvent) -> None:
         if event.kinds & _LIST_KINDS:
             self.sync()
+        if "state" in event.kinds:
+            endpoint = self.endpoint(event.server)
+            client = endpoint.ready()
+            if client is not None:  # (re)started: its subscriptions are made again
+                task = asyncio.ensure_future(self.subscriptions.renew(endpoint, client))
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
         if "resource_updated" in event.kinds and event.uri is not None:
             self.server.notify_resource_updated(event.uri)
 
     def sync(self) -> None:
         """Make the published tools, prompts and resources match the host's now."""
-        self._sync_tools()
-        self._sync_prompts()
-        self._sync_resources()
-
-    def _sync_tools(self) -> None:
-        # ``execution`` (task support) is dropped: the gateway forwards plain calls only.
+        # ``execution`` (task support) is dropped: the gateway's tools are called plainly
+        # (the forwarder runs a task-only tool as a task on the backend).
         visible = self.host.visible_tools
-        wanted = {e.name: msgspec.structs.replace(e.definition, execution=UNSET) for e in visible}
-        self._denied = frozenset(e.name for e in self.host.tools) - wanted.keys()
-        for name in [n for n in self._tools_seen if n not in wanted]:
-            del self._tools_seen[name]
-            self.server.remove_tool(name)
-        for name, definition in wanted.items():
-            if self._tools_seen.get(name) == definition:
-                continue
-            try:
-                add_raw_tool(self.server, definition, self._tool_handler(name))
-            except (UnsupportedSchema, ValueError, TypeError) as exc:
-                logger.warning("gateway: not publishing tool %r: %s", name, exc)
-                continue
-            self._tools_seen[name] = definition
-
-    def _sync_prompts(self) -> None:
-        wanted = {entry.name: entry.definition for entry in self.host.prompts}
-        for name in [n for n in self._prompts_seen if n not in wanted]:
-            del self._prompts_seen[name]
-            self.server.remove_prompt(name)
-        for name, definition in wanted.items():
-            if self._prompts_seen.get(name) == definition:
-                continue
-            try:
-                add_prompt(self.server, definition, self._prompt_handler(name))
-            except (UnsupportedSchema, ValueError, TypeError) as exc:
-                logger.warning("gateway: not publishing prompt %r: %s", name, exc)
-                continue
-            self._prompts_seen[name] = definition
-
-    def _sync_resources(self) -> None:
+        self._denied = frozenset(e.name for e in self.host.tools) - {e.name for e in visible}
+        publish_tools(
+            self.server,
+            [(msgspec.structs.replace(e.definition, execution=UNSET), self._tool(e.name)) for e in visible],
+        )
+        publish_prompts(self.server, [(e.definition, self._prompt(e.name)) for e in self.host.prompts])
         # Keyed by the URI (template) as the host lists it: qualified when backends share it.
-        wanted: dict[str, tuple[str, Any]] = {r.uri: (r.server, r.definition) for r in self.host.resources}
-        originals = {r.uri: r.resource.uri for r in self.host.resources}
-        for entry in self.host.resource_templates:
-            if entry.uri_template not in wanted:
-                wanted[entry.uri_template] = (entry.server, entry.definition)
-                originals[entry.uri_template] = entry.template.uri_template
-        for key in [k for k in self._resources_seen if k not in wanted]:
-            del self._resources_seen[key]
-            self.server.remove_resource(key)
-        for key, (server, definition) in wanted.items():
-            if self._resources_seen.get(key) == (server, definition):
-                continue
-            if key in self._resources_seen:
-                self.server.remove_resource(key)  # templates would otherwise be listed twice
-                del self._resources_seen[key]
-            # A qualified URI is its prefix then the backend's own URI: the reader strips the prefix.
-            reader = self._resource_reader(server, len(key) - len(originals[key]))
-            try:
-                if isinstance(definition, t.Resource):
-                    add_resource(self.server, definition, reader)
-                else:
-                    add_template(self.server, definition, reader)
-            except (UnsupportedSchema, ValueError, TypeError) as exc:
-                logger.warning("gateway: not publishing resource %r: %s", key, exc)
-                continue
-            self._resources_seen[key] = (server, definition)
+        listed: list[t.Resource | t.ResourceTemplate] = [r.definition for r in self.host.resources]
+        seen = {r.uri for r in self.host.resources}
+        listed += [e.definition for e in self.host.resource_templates if e.uri_template not in seen]
+        publish_resources(self.server, [(definition, self._read) for definition in listed])
 
     # -- handlers ----------------------------------------------------------------
 
-    def _tool_handler(self, name: str) -> Any:
+    def _tool(self, name: str) -> Any:
         async def handle(arguments: dict[str, Any], ctx: Context | None) -> t.CallToolResult:
             return await self.call(name, arguments, ctx)
 
         return handle
 
+    def _pick(self, server: str) -> Any:
+        endpoint = self.endpoint(server)
+
+        async def pick(ctx: Context) -> Endpoint:
+            return endpoint
+
+        return pick
+
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: Context | None = None
     ) -> t.CallToolResult:
-        """One proxied call: approval (maybe by elicitation), policy, audit, backend."""
+        """One proxied call: approval (maybe by elicitation), policy, audit, backend.
+
+        A modern client's retry that answers what the backend asked continues the call:
+        the policy decides again, and the audit log holds one decision and one outcome.
+        """
+        if ctx is None:  # (not from a request: no client to relay anything to)
+            return await self._refusing(name, self.host.call_tool(name, arguments))
+        return await self._refusing(name, self._call(name, arguments, ctx))
+
+    async def _call(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.CallToolResult:
+        approver = await self._elicited_approval(name, arguments, ctx)
+        # A modern client's later round of this call: its sealed state (bound to this request
+        # and caller) says which call it continues, for the audit log.
+        trip = ctx._trip
+        earlier = trip.answers.get(_CALL_KEY) if trip is not None else None
+        resumes = None
+        if isinstance(earlier, list) and len(earlier) == 2 and isinstance(earlier[1], int | float):
+            resumes = (earlier[0] if isinstance(earlier[0], int) else None, float(earlier[1]))
+        call = await self.host.authorize(name, arguments, approver=approver, resumes=resumes)
+        if trip is not None:
+            trip.answers[_CALL_KEY] = [call.call, call.since]
+        entry = call.entry
+        return await call.run(
+            lambda: self.forwarder.call_tool(
+                ctx,
+                self._pick(entry.server),
+                entry.tool.name,
+                call.arguments,
+                execution=entry.tool.execution,
+            ),
+            pending=(InputRequired,),
+        )
+
+    async def _refusing(self, name: str, work: Any) -> t.CallToolResult:
         try:
-            approver = await self._elicited_approval(name, arguments, ctx)
-            return await self.host.call_tool(name, arguments, approver=approver, progress=_progress(ctx))
+            result: t.CallToolResult = await work
+            return result
         except PermissionDenied as exc:
             return _tool_error(f"Permission denied: {exc.reason}")
         except ServerUnavailable as exc:
@@ -217,9 +284,7 @@ class Gateway:
         except UnknownName:
             raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}") from None
 
-    async def _elicited_approval(
-        self, name: str, arguments: dict[str, Any], ctx: Context | None
-    ) -> Approver | None:
+    async def _elicited_approval(self, name: str, arguments: dict[str, Any], ctx: Context) -> Approver | None:
         """Ask the gateway's user, when the policy says ask and has nobody to ask.
 
         In the modern era the elicitation is an input request: this raises, the
@@ -227,7 +292,7 @@ class Gateway:
         sent to the backend before the answer.
         """
         policy = self.host.policy
-        if policy is None or policy.approver is not None or ctx is None or self.approval != "elicit":
+        if policy is None or policy.approver is not None or self.approval != "elicit":
             return None
         entry = self.host.tool(name)
         key = self.host.backend(entry.server).key
@@ -239,7 +304,9 @@ class Gateway:
         shown = json.dumps(arguments, ensure_ascii=False, default=str)
         shown = shown if len(shown) <= 500 else shown[:497] + "..."
         answer = await ctx.elicit(
-            f"Allow the tool {name} (server {entry.server!r}) to run with {shown}?", _APPROVAL_SCHEMA
+            f"Allow the tool {name} (server {entry.server!r}) to run with {shown}?",
+            _APPROVAL_SCHEMA,
+            key=_APPROVAL_KEY if ctx.is_modern else None,
         )
         approved = (
             answer.action == "accept"
@@ -252,21 +319,34 @@ class Gateway:
 
         return decided
 
-    def _prompt_handler(self, name: str) -> Any:
-        async def get(arguments: dict[str, str]) -> t.GetPromptResult:
+    def _prompt(self, name: str) -> Any:
+        async def get(arguments: dict[str, Any], ctx: Context | None) -> t.GetPromptResult:
             try:
-                return await self.host.get_prompt(name, arguments)
-            except ServerUnavailable as exc:
+                entry = self.host.prompt(name)
+                if ctx is None:
+                    return await self.host.get_prompt(name, arguments)
+                pick = self._pick(entry.server)
+                return await self.forwarder.get_prompt(ctx, pick, entry.prompt.name, arguments)
+            except (ServerUnavailable, UnknownName) as exc:
                 raise MCPError(INVALID_PARAMS, str(exc)) from None
 
         return get
 
-    def _resource_reader(self, server: str, prefix: int) -> Any:
-        async def read(uri: str) -> list[t.ResourceContents]:
-            result = await self.host.read_resource(uri[prefix:], server=server)
-            return result.contents
+    async def _read(self, uri: str, ctx: Context | None) -> list[t.ResourceContents]:
+        try:
+            server, original = self.host.locate_resource(uri)
+        except UnknownName:
+            raise ResourceNotFound(uri) from None
+        if ctx is None:
+            return (await self.host.read_resource(original, server=server)).contents
+        return await self.forwarder.read_resource(ctx, self._pick(server), original, shown=uri)
 
-        return read
+    def _locate(self, uri: str) -> tuple[Endpoint, str]:
+        try:
+            server, original = self.host.locate_resource(uri)
+        except UnknownName as exc:
+            raise MCPError(INVALID_PARAMS, f"Resource not found: {exc}", {"uri": uri}) from None
+        return self.endpoint(server), original
 
     async def _complete(self, ref: t.CompletionRef, argument: Any, context: dict[str, str]) -> t.Completion:
         try:
@@ -315,16 +395,6 @@ class _Refusals(Middleware):
             reason = self.gateway.host.ambiguity(uri, shared)
             raise MCPError(code, f"Resource not found: {reason}", {"uri": uri})
         return await call_next(ctx)
-
-
-def _progress(ctx: Context | None) -> ProgressCallback | None:
-    if ctx is None:
-        return None
-
-    async def forward(progress: float, total: float | None, message: str | None) -> None:
-        await ctx.report_progress(progress, total, message)
-
-    return forward
 
 
 def _tool_error(text: str) -> t.CallToolResult:

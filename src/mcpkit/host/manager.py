@@ -19,15 +19,18 @@ import functools
 import inspect
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import msgspec
 
+from ..client.client import Client
 from ..protocol import types as t
 from ..server.resources import UriTemplate
 from ..session.engine import ProgressCallback
+from ._calls import ToolCall, auditor
 from ._pinguard import CollisionLog, PinGuard
 from .backend import Backend, RestartPolicy, State
 from .config import ServerSpec, load_config
@@ -342,6 +345,21 @@ class Host:
         except KeyError:
             raise UnknownName(f"unknown tool {name!r}") from None
 
+    def prompt(self, name: str) -> HostPrompt:
+        """The prompt of that host-wide name; :class:`UnknownName` if there is none."""
+        try:
+            return self._prompts[name]
+        except KeyError:
+            raise UnknownName(f"unknown prompt {name!r}") from None
+
+    def on_client(self, hook: Callable[[Backend, Client], None]) -> None:
+        """Call ``hook(backend, client)`` with every backend client: those connected now, and
+        each new one before it connects (starts and restarts)."""
+        for backend in self._backends.values():
+            backend.on_client = functools.partial(hook, backend)
+            if backend.client is not None:
+                hook(backend, backend.client)
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener(event)`` after each change (lists already updated)."""
         self._listeners.append(listener)
@@ -365,10 +383,46 @@ class Host:
         failure comes back as a result with ``is_error``. ``approver`` answers
         this call's ``ask`` instead of the policy's callback.
         """
+        call = await self.authorize(name, arguments, approver=approver)
+        return await call.run(
+            lambda: call.backend.call_tool(
+                call.entry.tool.name,
+                call.arguments,
+                timeout=timeout,
+                progress=progress,
+                wait=self.ready_timeout,
+            )
+        )
+
+    async def authorize(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        approver: Approver | None = None,
+        resumes: tuple[int | None, float] | None = None,
+    ) -> ToolCall:
+        """The policy's (and the pins') decision on a call, audited; the call to :meth:`ToolCall.run`.
+
+        Raises :class:`PermissionDenied` or :class:`UnknownName`. :meth:`call_tool` is
+        this then ``run`` on the host's own client; the gateway runs it through its forwarder.
+        ``resumes``: the ``(call, since)`` of the :class:`ToolCall` an earlier round of this
+        same call was given (a modern client answering what was asked): the policy decides
+        again, but under that call id, and an allowed call is not recorded as allowed twice.
+        """
         entry = self.tool(name)
         backend = self._backends[entry.server]
         args = dict(arguments or {})
-        audit = self._auditor(entry, args)
+        if resumes is not None:
+            call_id, since = resumes
+        else:
+            call_id, since = self.audit.next_call_id() if self.audit is not None else None, time.time()
+        recorded = auditor(self.audit, entry, args, call_id)
+
+        def audit(outcome: Outcome, ms: float, reason: str | None) -> None:
+            if outcome != "allowed" or resumes is None:
+                recorded(outcome, ms, reason)
+
         clock = Stopwatch()
         self.refresh_pins()  # an approval given elsewhere (mcpkit pins accept) counts now
         change = self.pin_change(name)
@@ -396,17 +450,7 @@ class Host:
                     self._guard.pin_new(entry.server, entry.tool, verdict.describe())
         else:
             audit("allowed", clock.ms(), "no policy")
-        clock = Stopwatch()
-        try:
-            result = await backend.call_tool(
-                entry.tool.name, args, timeout=timeout, progress=progress, wait=self.ready_timeout
-            )
-        except BaseException as exc:
-            audit("error", clock.ms(), f"{type(exc).__name__}: {exc}")
-            raise
-        failed = result.is_error is True
-        audit("error" if failed else "ok", clock.ms(), "the tool reported an error" if failed else None)
-        return result
+        return ToolCall(entry, backend, args, recorded, call_id, since)
 
     def _audit_event(self, event: str, fields: dict[str, Any]) -> None:
         if self.audit is None:
@@ -415,29 +459,6 @@ class Host:
             self.audit.event(event, **fields)
         except Exception:  # an audit sink failing must not stop the host
             logger.exception("audit log write failed")
-
-    def _auditor(self, entry: HostTool, args: dict[str, Any]) -> Callable[[Outcome, float, str | None], None]:
-        log = self.audit
-        call = log.next_call_id() if log is not None else None
-
-        def write(outcome: Outcome, ms: float, reason: str | None) -> None:
-            if log is None:
-                return
-            try:
-                log.record(
-                    outcome=outcome,
-                    server=entry.server,
-                    tool=entry.tool.name,
-                    name=entry.name,
-                    arguments=args,
-                    duration_ms=ms,
-                    call=call,
-                    reason=reason,
-                )
-            except Exception:  # an audit sink failing must not turn into a tool failure
-                logger.exception("audit log write failed")
-
-        return write
 
     async def read_resource(self, uri: str, *, server: str | None = None) -> t.ReadResourceResult:
         """Read ``uri`` (as the host lists it) from the server that lists it (or whose template matches).
@@ -490,9 +511,7 @@ class Host:
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> t.GetPromptResult:
         """Get prompt ``name`` from the server offering it."""
-        entry = self._prompts.get(name)
-        if entry is None:
-            raise UnknownName(f"unknown prompt {name!r}")
+        entry = self.prompt(name)
         result: t.GetPromptResult = await self._backend(entry.server).request(
             self.ready_timeout, "get_prompt", entry.prompt.name, arguments
         )

@@ -25,14 +25,14 @@ import msgspec
 
 from ..client import Client
 from ..protocol import types as t
-from ..protocol.errors import INVALID_REQUEST, MCPError
+from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from ..server.context import InputRequest
 
 if TYPE_CHECKING:
     from ..server.context import Context
     from .targets import BackendTarget
 
-__all__ = ["Credentials", "Pool", "Relayed", "Route", "Session"]
+__all__ = ["Credentials", "Endpoint", "Pool", "Relayed", "Route", "Session"]
 
 logger = logging.getLogger("mcpkit.proxy")
 
@@ -87,7 +87,7 @@ class Route:
         "wake",
     )
 
-    def __init__(self, ctx: Context, session: Session, *, direct: bool) -> None:
+    def __init__(self, ctx: Context, session: Endpoint, *, direct: bool) -> None:
         self.ctx = ctx
         self.session = session
         self.direct = direct
@@ -119,66 +119,43 @@ class Route:
         return await future
 
 
-class Session:
-    """One backend client, connected on first use and again after it drops."""
+class Endpoint:
+    """One backend connection whose server-to-client requests go to the frontend call they serve.
 
-    def __init__(self, pool: Pool, credentials: Mapping[str, str] | None) -> None:
-        self.pool = pool
-        self.credentials = credentials
-        self.client: Client | None = None
+    The forwarding core (:class:`~mcpkit.proxy.forward.Forwarder`) works with any endpoint:
+    a proxy's :class:`Session`, or the host gateway's view of a :class:`~mcpkit.host.Backend`
+    (whose process, restarts and connect timeout stay the host's).
+    """
+
+    def __init__(self) -> None:
+        #: The frontend calls in flight on this connection.
         self.inflight: list[Route] = []
         self.last_used = time.monotonic()
-        self.connects = 0
-        self._lock = asyncio.Lock()
-        #: Run after each (re)connection of this session (the default one re-lists, re-subscribes).
-        self.on_connect: Callable[[Client], Awaitable[None]] | None = None
 
     @property
-    def connected(self) -> bool:
-        client = self.client
-        engine = client._session if client is not None else None
-        return engine is not None and not engine.closed
+    def describe(self) -> str:
+        """The backend, for errors and logs (never secrets)."""
+        raise NotImplementedError
+
+    def ready(self) -> Client | None:
+        """The connected client, if there is one now (no waiting)."""
+        raise NotImplementedError
 
     async def get(self) -> Client:
-        """The connected client, (re)connecting when there is none or it dropped."""
-        self.last_used = time.monotonic()
-        if self.connected:
-            assert self.client is not None
-            return self.client
-        async with self._lock:
-            if self.connected:
-                assert self.client is not None
-                return self.client
-            if self.client is not None:
-                logger.warning("backend %s dropped; reconnecting", self.pool.target.describe)
-                old, self.client = self.client, None
-                with contextlib.suppress(Exception):
-                    await old.close()
-            if self is self.pool.default:
-                # The default session (lists, subscriptions) uses ``credentials(None)``.
-                self.credentials = await self.pool.resolve(None)
-            client = self.pool.target.make(self.credentials)
-            self._install(client)
-            try:
-                await client.connect()
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    await client.close()
-                raise
-            self.client = client
-            self.connects += 1
-            if self.on_connect is not None:
-                await self.on_connect(client)
-            return client
+        """The connected client, waiting for (or making) a connection."""
+        raise NotImplementedError
 
-    def _install(self, client: Client) -> None:
-        """Make ``client`` relay what its server asks and tells to the frontend."""
+    def unavailable(self, exc: BaseException) -> Exception:
+        """What a caller is told when the backend failed with ``exc`` (not an MCP error)."""
+        return MCPError(INTERNAL_ERROR, f"the backend ({self.describe}) failed: {exc or type(exc).__name__}")
+
+    def install(self, client: Client) -> None:
+        """Make ``client`` relay what its server asks (sampling, elicitation, roots) and logs."""
         handlers = client.handlers
         handlers.sampling = self._sampling
         handlers.elicitation = self._elicitation
         handlers.roots = self._roots
         handlers.on_log = self._log
-        handlers.on_notification = self.pool.notified if self.credentials is None else None
         client.log_level = "debug"  # the frontend's own threshold filters (ctx.log)
 
     def route(self) -> Route:
@@ -209,10 +186,77 @@ class Session:
         if route is None and len(self.inflight) == 1:
             route = self.inflight[0]
         if route is None:
-            logger.info("backend %s log (%s): %s", self.pool.target.describe, params.level, params.data)
+            await self.unrouted_log(params)
             return
         name = params.logger if isinstance(params.logger, str) else None
         await route.ctx.log(params.level, params.data, logger=name)
+
+    async def unrouted_log(self, params: t.LoggingMessageParams) -> None:
+        """A backend log message outside any call."""
+        logger.info("backend %s log (%s): %s", self.describe, params.level, params.data)
+
+
+class Session(Endpoint):
+    """One backend client of a proxy, connected on first use and again after it drops."""
+
+    def __init__(self, pool: Pool, credentials: Mapping[str, str] | None) -> None:
+        super().__init__()
+        self.pool = pool
+        self.credentials = credentials
+        self.client: Client | None = None
+        self.connects = 0
+        self._lock = asyncio.Lock()
+        #: Run after each (re)connection of this session (the default one re-lists, re-subscribes).
+        self.on_connect: Callable[[Client], Awaitable[None]] | None = None
+
+    @property
+    def describe(self) -> str:
+        return self.pool.target.describe
+
+    @property
+    def connected(self) -> bool:
+        client = self.client
+        engine = client._session if client is not None else None
+        return engine is not None and not engine.closed
+
+    def ready(self) -> Client | None:
+        return self.client if self.connected else None
+
+    async def get(self) -> Client:
+        """The connected client, (re)connecting when there is none or it dropped."""
+        self.last_used = time.monotonic()
+        if self.connected:
+            assert self.client is not None
+            return self.client
+        async with self._lock:
+            if self.connected:
+                assert self.client is not None
+                return self.client
+            if self.client is not None:
+                logger.warning("backend %s dropped; reconnecting", self.pool.target.describe)
+                old, self.client = self.client, None
+                with contextlib.suppress(Exception):
+                    await old.close()
+            if self is self.pool.default:
+                # The default session (lists, subscriptions) uses ``credentials(None)``.
+                self.credentials = await self.pool.resolve(None)
+            client = self.pool.target.make(self.credentials)
+            self.install(client)
+            try:
+                await client.connect()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await client.close()
+                raise
+            self.client = client
+            self.connects += 1
+            if self.on_connect is not None:
+                await self.on_connect(client)
+            return client
+
+    def install(self, client: Client) -> None:
+        super().install(client)
+        client.handlers.on_notification = self.pool.notified if self.credentials is None else None
 
     async def close(self) -> None:
         client, self.client = self.client, None
