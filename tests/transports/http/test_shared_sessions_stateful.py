@@ -394,8 +394,13 @@ class SharedMachine(RuleBasedStateMachine):
     def _quiet(self, call: Call) -> bool:
         """The handler has done all it was told (and its answer, if any, went out)."""
         if call.ended is None:
-            return not call.asking and call.commands.empty()
+            # Asking again (a queued "ask") counts once the new ask has reached the client.
+            waiting = call.asking and call.live_view() is not None
+            return call.commands.empty() and not (waiting and not self._unanswered_of(call))
         return call.ended not in ("done", "failed") or bool(call.finals()) or call.live_view() is None
+
+    def _unanswered_of(self, call: Call) -> list[Any]:
+        return [a for a in call.asks() if a["id"] not in self.answered]
 
     def _unanswered(self) -> list[tuple[Call, Any]]:
         return [(c, a) for c in self.running() for a in c.asks() if a["id"] not in self.answered]
