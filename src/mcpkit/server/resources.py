@@ -1,10 +1,11 @@
-"""Resources: static URIs and RFC 6570 templates, read by a linear matcher."""
+"""Resources: static URIs and RFC 6570 templates, found by their literal prefix and matched in order."""
 
 from __future__ import annotations
 
 import base64
+import heapq
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -125,11 +126,52 @@ class _Entry:
     scopes: frozenset[str] = frozenset()
 
 
+_Template: TypeAlias = tuple[t.ResourceTemplate, UriTemplate, _Entry]
+
+
+class _PrefixIndex:
+    """Positions in a template list by each template's leading literal (``tmpl://`` of
+    ``tmpl://{id}``; ``""`` for a template that starts with a variable).
+
+    A template can only match a URI that starts with its leading literal, so the candidates
+    for a URI are the buckets of the URI's prefixes of the few lengths leading literals have:
+    a handful of dictionary look-ups instead of trying every template. Candidates are visited
+    in list order, so the first template that matches is the one a scan of the list finds.
+    """
+
+    def __init__(self, templates: list[_Template]) -> None:
+        self.templates = templates  # the list indexed (held: compared by identity)
+        self.size = 0
+        self.buckets: dict[str, list[int]] = {}
+        self.lengths: list[int] = []
+        self.extend()
+
+    def extend(self) -> None:
+        """Index what was appended to the list since."""
+        for position in range(self.size, len(self.templates)):
+            prefix = self.templates[position][1].literals[0]
+            bucket = self.buckets.get(prefix)
+            if bucket is None:
+                self.buckets[prefix] = [position]
+                self.lengths = sorted({*self.lengths, len(prefix)})
+            else:
+                bucket.append(position)
+        self.size = len(self.templates)
+
+    def candidates(self, uri: str) -> Iterator[_Template]:
+        found = [b for n in self.lengths if (b := self.buckets.get(uri[:n])) is not None]
+        positions = found[0] if len(found) == 1 else heapq.merge(*found)
+        templates = self.templates
+        return (templates[i] for i in positions)
+
+
 class ResourceRegistry:
     def __init__(self) -> None:
         self.resources: dict[str, tuple[t.Resource, _Entry]] = {}
-        self.templates: list[tuple[t.ResourceTemplate, UriTemplate, _Entry]] = []
+        #: In matching order. Replace the list or append to it; the index follows both.
+        self.templates: list[_Template] = []
         self.on_change: Callable[[], None] | None = None
+        self._index: _PrefixIndex | None = None
         self._analysed: AnalysisMemo[tuple[TextArgs, str | None]] = AnalysisMemo()
 
     def add(self, fn: Callable[..., Any], uri: str, options: ResourceOptions = ResourceOptions()) -> None:
@@ -193,43 +235,50 @@ class ResourceRegistry:
         if self.on_change is not None:
             self.on_change()
 
+    def match_template(self, uri: str) -> tuple[_Entry, dict[str, str]] | None:
+        """The first template (in :attr:`templates` order) that matches ``uri``, with its values."""
+        index = self._index
+        if index is None or index.templates is not self.templates or index.size > len(self.templates):
+            index = self._index = _PrefixIndex(self.templates)
+        elif index.size < len(self.templates):
+            index.extend()
+        for _, matcher, entry in index.candidates(uri):
+            values = matcher.match(uri)
+            if values is not None:
+                return entry, values
+        return None
+
     def scopes_for(self, uri: str) -> frozenset[str]:
         found = self.resources.get(uri)
         if found is not None:
             return found[1].scopes
-        for _, matcher, entry in self.templates:
-            if matcher.match(uri) is not None:
-                return entry.scopes
-        return frozenset()
+        matched = self.match_template(uri)
+        return matched[0].scopes if matched is not None else frozenset()
 
     def cache_for(self, uri: str) -> tuple[int, CacheScope] | None:
         """The resource's own ``(ttlMs, cacheScope)`` for reads of ``uri``, if it declares one."""
         found = self.resources.get(uri)
         if found is not None:
             return found[1].cache
-        for _, matcher, entry in self.templates:
-            if matcher.match(uri) is not None:
-                return entry.cache
-        return None
+        matched = self.match_template(uri)
+        return matched[0].cache if matched is not None else None
 
     def exists(self, uri: str) -> bool:
-        return uri in self.resources or any(m.match(uri) is not None for _, m, _ in self.templates)
+        return uri in self.resources or self.match_template(uri) is not None
 
     async def read(
         self, uri: str, ctx: Context | None
     ) -> tuple[list[t.ResourceContents], tuple[int, CacheScope] | None]:
         """The contents of ``uri``, and the resource's own cache policy if it has one."""
         found = self.resources.get(uri)
+        values: dict[str, str] = {}
         if found is not None:
-            entry, values = found[1], {}
+            entry = found[1]
         else:
-            for _, matcher, candidate in self.templates:
-                match = matcher.match(uri)
-                if match is not None:
-                    entry, values = candidate, match
-                    break
-            else:
+            matched = self.match_template(uri)
+            if matched is None:
                 raise ResourceNotFound(uri)
+            entry, values = matched
         try:
             kwargs = entry.args.bind(values)
         except TextArgumentError as exc:
