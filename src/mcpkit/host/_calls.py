@@ -17,8 +17,8 @@ from ..protocol import types as t
 from .policy import AuditLog, Outcome, Stopwatch
 
 if TYPE_CHECKING:
+    from ._entries import HostTool
     from .backend import Backend
-    from .manager import HostTool
 
 __all__ = ["Auditor", "ToolCall", "auditor"]
 

@@ -20,8 +20,8 @@ import inspect
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 import msgspec
@@ -31,6 +31,16 @@ from ..protocol import types as t
 from ..server.resources import UriTemplate
 from ..session.engine import ProgressCallback
 from ._calls import ToolCall, auditor
+from ._entries import (
+    HostEvent,
+    HostPrompt,
+    HostResource,
+    HostTemplate,
+    HostTool,
+    Listener,
+    ServerStatus,
+    UnknownName,
+)
 from ._pinguard import CollisionLog, PinGuard
 from .backend import Backend, RestartPolicy, State
 from .config import ServerSpec, load_config
@@ -50,89 +60,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("mcpkit.host")
-
-
-class UnknownName(LookupError):
-    """No aggregated tool, prompt or resource has this name or URI."""
-
-
-@dataclass(frozen=True, slots=True)
-class HostTool:
-    """An aggregated tool: ``definition`` is the server's tool under its exposed name."""
-
-    name: str
-    server: str
-    tool: t.Tool
-    definition: t.Tool
-
-
-@dataclass(frozen=True, slots=True)
-class HostPrompt:
-    name: str
-    server: str
-    prompt: t.Prompt
-    definition: t.Prompt
-
-
-@dataclass(frozen=True, slots=True)
-class HostResource:
-    """An aggregated resource: ``resource`` as its server lists it, ``definition`` as the host shows it.
-
-    Resources keep their URIs (clients and tool results refer to them as they
-    are), unless two or more servers list the same URI: then each one's copy is
-    shown as ``mcp://<server>/<uri>`` (:func:`~mcpkit.host.naming.qualify_uri`).
-    """
-
-    server: str
-    resource: t.Resource
-    definition: t.Resource
-
-    @property
-    def uri(self) -> str:
-        """The URI the host lists it under."""
-        return self.definition.uri
-
-
-@dataclass(frozen=True, slots=True)
-class HostTemplate:
-    """An aggregated resource template; shared templates are qualified as shared URIs are."""
-
-    server: str
-    template: t.ResourceTemplate
-    definition: t.ResourceTemplate
-
-    @property
-    def uri_template(self) -> str:
-        """The URI template the host lists it under."""
-        return self.definition.uri_template
-
-    def server_uri(self, uri: str) -> str:
-        """A URI this (possibly qualified) template matched, as its server knows it."""
-        return uri[len(self.definition.uri_template) - len(self.template.uri_template) :]
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStatus:
-    name: str
-    key: str
-    transport: str
-    state: State
-    error: str | None
-    restarts: int
-    tools: int
-
-
-@dataclass(frozen=True, slots=True)
-class HostEvent:
-    """Something changed on ``server``: ``kinds`` among tools, resources, prompts,
-    state, resource_updated (then ``uri`` says which)."""
-
-    server: str
-    kinds: frozenset[str]
-    uri: str | None = None
-
-
-Listener = Callable[[HostEvent], Awaitable[None] | None]
 
 
 class Host:
