@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, MCPServer
+from mcpkit import Client, Context, MCPServer
 from mcpkit.host import AuditLog, Gateway, Host, Policy, RestartPolicy, ServerSpec
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import MISSING_CLIENT_CAPABILITY, MCPError
@@ -260,3 +260,27 @@ async def test_a_subscription_through_the_gateway_is_made_again_after_a_restart(
         assert host.backend("w").pid != first
         await touched()
     assert set(updates) == {uri}
+
+
+async def test_a_change_of_the_clients_roots_is_told_to_the_backends() -> None:
+    changed = asyncio.Event()
+    back = MCPServer("rooted")
+
+    async def roots_changed() -> None:
+        changed.set()
+
+    back.on_roots_changed = roots_changed
+
+    @back.tool()
+    async def roots(ctx: Context) -> str:
+        return ", ".join(root.uri for root in await ctx.list_roots())
+
+    async with serve_http(back) as url:
+        host = Host({"r": ServerSpec(name="r", transport="http", url=url, protocol="legacy")})
+        given = ["file:///one"]
+        async with Client(Gateway(host).server, protocol="2025-11-25", roots=lambda: list(given)) as client:
+            assert text(await client.call_tool("mcp__r__roots")) == "file:///one"
+            given.append("file:///two")
+            await client.send_roots_list_changed()
+            await asyncio.wait_for(changed.wait(), 10)
+            assert text(await client.call_tool("mcp__r__roots")) == "file:///one, file:///two"

@@ -154,6 +154,7 @@ class Gateway:
         host.on_client(self._install)
         host.subscribe(self._on_host_event)
         self.server.completion()(self._complete)
+        self.server.on_roots_changed = self._roots_changed
         self.server.add_middleware(_Refusals(self))
         self.server.add_middleware(SubscriptionHooks(self.subscriptions))
         if host.running:
@@ -347,6 +348,13 @@ class Gateway:
         except UnknownName as exc:
             raise MCPError(INVALID_PARAMS, f"Resource not found: {exc}", {"uri": uri}) from None
         return self.endpoint(server), original
+
+    async def _roots_changed(self) -> None:
+        """The gateway's client's roots changed: so did those the backends are answered with."""
+        for name in self.host.servers:
+            client = self.host.backend(name).client
+            if client is not None:
+                await client.send_roots_list_changed()
 
     async def _complete(self, ref: t.CompletionRef, argument: Any, context: dict[str, str]) -> t.Completion:
         try:
