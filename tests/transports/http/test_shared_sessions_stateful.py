@@ -74,6 +74,8 @@ def _note(what: str) -> None:
 class Session:
     sid: str
     alive: bool = True
+    #: The standalone GET stream, on either worker.
+    get: Exchange | None = None
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(100))
 
 
@@ -232,6 +234,7 @@ class SharedMachine(RuleBasedStateMachine):
             lambda: (
                 all(c.ended is not None for c in calls)
                 and all(x.task.done() for c in calls for x in c.views())
+                and (session.get is None or session.get.task.done())
                 and all(app.sessions.get(session.sid) is None for app in self.apps)
             ),
             "the handlers, responses and copies of an ended session to end",
@@ -319,6 +322,27 @@ class SharedMachine(RuleBasedStateMachine):
             )
         self.wait(lambda: response.complete, f"a refused {what}")
         assert response.status == 404, (what, response.status, response.chunks)
+
+    @precondition(lambda self: self.alive())
+    @rule(pick=st.integers(0, 100), worker=st.integers(0, 1), close_first=st.booleans())
+    def standalone_get(self, pick: int, worker: int, close_first: bool) -> None:
+        """One GET stream per session across both workers: a second while one is open is 409."""
+        session = self.alive()[pick % len(self.alive())]
+        open_get = session.get is not None and not session.get.task.done()
+        if open_get and close_first:
+            assert session.get is not None
+            held = session.get
+            held.hang_up()
+            self.wait(lambda: held.task.done(), "the GET stream to notice its client left")
+            open_get = False
+        response = self.get(worker, session)
+        self.wait(lambda: response.status is not None, "the GET to answer")
+        if open_get:
+            assert response.status == 409, response.status
+            return
+        assert response.status == 200, (response.status, response.chunks)
+        _note("a GET stream opened")
+        session.get = response
 
     # -- rules: requests ----------------------------------------------------------------
 
@@ -591,5 +615,37 @@ def test_a_session_busy_on_a_worker_does_not_expire_in_redis(busy: str) -> None:
             assert 0 < ttl <= 5  # an idle session expires on time
         else:
             assert ttl > 5, f"the busy session's record expires in {ttl} s"
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.parametrize("noticed_by", ["request", "reaper"])
+def test_a_get_stream_ends_when_its_sessions_record_is_gone(noticed_by: str) -> None:
+    """Before: a session whose record vanished from Redis (expired, lost with Redis, a DELETE
+    broadcast missed) kept its GET streams open on every worker for as long as the client
+    listened: only the DELETE broadcast ended them. Now a worker that finds the record gone
+    (on a request for the session, or in its reaper's pass over busy sessions) ends them."""
+    machine = SharedMachine()
+    try:
+        machine.open_session(0)
+        session = machine.sessions[0]
+        stream = machine.get(1, session)
+        machine.wait(lambda: stream.status == 200, "the GET stream to start")
+
+        async def lose_record() -> None:
+            client = aioredis.Redis.from_url(REDIS)
+            try:
+                await client.delete(f"{machine.prefix}:s:{session.sid}")
+            finally:
+                await client.aclose()
+            if noticed_by == "reaper":
+                await machine.apps[1].evict_idle()
+
+        machine.run(lose_record())
+        if noticed_by == "request":
+            response = machine.post(1, session, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+            assert response.status == 404
+        machine.wait(lambda: stream.task.done(), "the GET stream to end")
+        assert stream.complete and machine.apps[1].sessions.get(session.sid) is None
     finally:
         machine.teardown()

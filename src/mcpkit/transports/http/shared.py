@@ -103,6 +103,8 @@ class SharedSessionStore:
         self._closing: set[asyncio.Task[None]] = set()
         self._secret_pending = True
         self._secret_retry_at = 0.0
+        #: Sessions whose initialize is being committed (no record yet).
+        self._creating: set[str] = set()
         #: Standalone GET streams served here, per session.
         self._gets: dict[str, int] = {}
 
@@ -164,12 +166,14 @@ class SharedSessionStore:
         """The session, from this worker's copies or rebuilt from its record; and,
         given a request id to ``claim``, whether it is free on every worker."""
         record, claimed = await self.store.fetch(session_id, claim)
-        local = self.app.sessions.get(session_id)
         if record is None:
+            # Expired, or deleted while this worker missed the broadcast: GET streams
+            # served here for it end too (else they stayed open on a session that is no more).
+            local = self._forget(session_id)
             if local is not None:
-                self.app.sessions.remove(session_id)
                 await local.close()
             return None, claimed
+        local = self.app.sessions.get(session_id)
         version = parse_version(record.version)
         if version is None:
             return None, claimed
@@ -190,11 +194,20 @@ class SharedSessionStore:
     async def keep_alive(self, session_ids: list[str]) -> None:
         """Push forward the expiry of sessions busy on this worker (one round trip).
 
-        A session gone meanwhile (deleted, expired) stays gone: its copy here is
-        closed by the DELETE's broadcast or by the next request for it.
+        A session gone meanwhile (its record expired or lost, or a DELETE whose
+        broadcast this worker missed) is forgotten here: its handlers are cancelled
+        and its GET streams end, which nothing else would do while no request for it
+        reaches this worker.
         """
-        with contextlib.suppress(RedisUnavailable):
-            await asyncio.gather(*(self.store.fetch(sid) for sid in session_ids))
+        try:
+            found = await asyncio.gather(*(self.store.fetch(sid) for sid in session_ids))
+        except RedisUnavailable:
+            return
+        for sid, (record, _) in zip(session_ids, found, strict=True):
+            if record is None and sid not in self._creating:
+                local = self._forget(sid)
+                if local is not None:
+                    await local.close()
 
     def release_when_done(self, session: LegacyHTTPSession, request_id: int | str) -> None:
         """Free the claim on ``request_id`` once its handler has finished."""
@@ -205,6 +218,19 @@ class SharedSessionStore:
         self, session: LegacyHTTPSession, request: ServerRequest, stream: ResponseStream
     ) -> None:
         """Commit what a stateful request changed, before its answer goes out."""
+        if request.method != "initialize":
+            await self._commit(session, request, stream)
+            return
+        # Until its record exists, a new session must not look gone to keep_alive.
+        self._creating.add(session.id)
+        try:
+            await self._commit(session, request, stream)
+        finally:
+            self._creating.discard(session.id)
+
+    async def _commit(
+        self, session: LegacyHTTPSession, request: ServerRequest, stream: ResponseStream
+    ) -> None:
         held: list[StreamItem] = []
         while True:
             item = await stream.get()
@@ -241,14 +267,18 @@ class SharedSessionStore:
         self.backend.write(lambda pipe: pipe.publish(drops, data))
 
     def _dropped(self, data: bytes) -> None:
-        sid = data.decode()
-        for task in self._pumps.pop(sid, ()):
-            task.cancel()
-        local = self.app.sessions.remove(sid)
+        local = self._forget(data.decode())
         if local is not None:
             task = asyncio.ensure_future(local.close())
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
+
+    def _forget(self, sid: str) -> LegacyHTTPSession | None:
+        """The session is gone from Redis: end its streams here and drop its copy (returned,
+        for the caller to close)."""
+        for task in self._pumps.pop(sid, ()):
+            task.cancel()
+        return self.app.sessions.remove(sid)
 
     # -- SharedHooks (see LegacyHTTPSession) ----------------------------------------------------
 
