@@ -119,6 +119,7 @@ class SSEMachine(RuleBasedStateMachine):
         self.calls: dict[int, Call] = {}
         self.keys = itertools.count(1)
         self.exchanges: list[Exchange] = []
+        self.drained = False
         #: (stream sid, roots/list id) the client has answered.
         self.answered_asks: set[tuple[str, Any]] = set()
         #: Which call asked which roots/list (by stream sid and id): the asks carry no key.
@@ -231,6 +232,9 @@ class SSEMachine(RuleBasedStateMachine):
     @rule()
     def open_stream(self) -> None:
         get = self.exchange("GET", "/sse")
+        if self.drained:
+            assert get.status == 503 and get.complete, (get.status, get.chunks)
+            return
         assert get.status == 200 and get.sse and get.live, (get.status, get.chunks)
         first = get.events()[0]
         assert first.event == "endpoint" and first.data is not None
@@ -267,6 +271,30 @@ class SSEMachine(RuleBasedStateMachine):
         assert stream.get.task.done(), "the app goes on streaming to a client that left"
         self._ended(stream)
 
+    @precondition(lambda self: not self.drained)
+    @rule(grace=st.sampled_from([0.0, 1.0]))
+    def server_drains(self, grace: float) -> None:
+        """SIGTERM: every stream ends once its calls have answered (or the grace is over);
+        what finished in time is answered on it, what did not is cancelled, none twice."""
+        self.drained = True
+        self.app.settings.shutdown_grace = grace
+
+        async def drain() -> None:
+            task = asyncio.ensure_future(self.app.drain())
+            for _ in range(100):
+                await settle()
+                if task.done():
+                    break
+                self.loop.advance(0.25)
+            await task
+            await settle()
+
+        self.run(drain())
+        for stream in self.alive():
+            assert stream.get.complete, "a stream outlived the drain"
+            self._ended(stream)
+        _note("drained")
+
     @rule(seconds=st.sampled_from([1.0, KEEPALIVE, ASK_TIMEOUT + 1]))
     def time_passes(self, seconds: float) -> None:
         self.loop.advance(seconds)
@@ -295,7 +323,8 @@ class SSEMachine(RuleBasedStateMachine):
                 "params": {"name": "echo", "arguments": {"text": "x"}},
             }
         response = self.post(sid, body)
-        assert response.status == 404 and response.complete, (response.status, response.chunks)
+        expected = 503 if self.drained else 404  # a draining server refuses everything
+        assert response.status == expected and response.complete, (response.status, response.chunks)
         assert {k: c.ended for k, c in self.calls.items()} == before
 
     @precondition(lambda self: self.alive())
@@ -469,7 +498,7 @@ class SSEMachine(RuleBasedStateMachine):
             assert len(answers) - len(finals) == call.refused, (call.key, answers)
             assert len(finals) <= 1, f"call {call.key} answered {len(finals)} times: {finals}"
             if not finals:
-                if call.stream.alive and call.ended in ("done", "failed"):
+                if call.ended in ("done", "failed") and (call.stream.alive or call.stream.get.complete):
                     raise AssertionError(f"call {call.key} finished; its open stream never got the answer")
                 continue
             final = finals[0]
