@@ -29,7 +29,7 @@ failures are judged and reported exactly like the server leg's.
 The mounted server leg (``--leg server-mounted``, part of ``--leg all``) runs them all
 once more against ``tests/conformance/mounted_server.py``: the same server mounted (no
 namespace) in an empty one, so every request goes through ``MCPServer.mount``. Its runs
-are named ``mounted-...``. The proxied server leg (``--leg server-proxied``) runs them
+are named ``mounted-...``. The proxied server leg (``--leg server-proxied``, part of ``--leg all``) runs them
 against ``tests/conformance/proxied_server.py``: everything_server.py spawned over stdio
 behind ``MCPServer.proxy``; its runs are named ``proxied-...``.
 
@@ -68,9 +68,8 @@ VARIANT_FILES = {
     # everything_server.py behind MCPServer.proxy (over stdio): --leg server-proxied
     "proxied": ROOT / "tests" / "conformance" / "proxied_server.py",
 }
-#: The variants --leg all runs too. Not the proxied one: a proxy does not proxy tasks (the
-#: tasks-* extra scenarios fail there by design; see docs/composition.md "Proxies").
-ALL_VARIANTS = {"mounted": ("all",)}
+#: The variants --leg all runs too.
+ALL_VARIANTS = {"mounted": ("all",), "proxied": ("all",)}
 
 SUITE_PACKAGE = "@modelcontextprotocol/conformance"
 SUITE_VERSION = "0.2.0-alpha.12"

@@ -14,7 +14,9 @@ from typing import Any
 from .._version import __version__
 from ..protocol import types as t
 from ..server.app import MCPServer
+from ..server.tasks_legacy import LegacyTasks
 from .backend import Credentials, Pool, Session
+from .extensions import ProxyTasks
 from .server import ProxyServer
 from .targets import config_specs, resolve_target
 
@@ -61,11 +63,17 @@ def proxy(
         specs = config_specs(target)
         if len(specs) > 1:
             parent = MCPServer(name or "proxy", **options)
+            # The callers' tasks/* come to the parent: it routes them to the backend that made
+            # the task (each proxy tells it of the tasks its backend makes).
+            parent.tasks = ProxyTasks(parent.tasks.settings)
+            parent.legacy_tasks = LegacyTasks(parent.tasks)
             for server_name, spec in specs.items():
                 if spec.disabled:
                     continue
                 backend = resolve_target(spec, protocol=protocol, timeout=timeout, client_info=info)
-                parent.mount(ProxyServer(backend, server_name, **settings), server_name)
+                child = ProxyServer(backend, server_name, **settings)
+                child.forwarder.on_task = parent.tasks.created
+                parent.mount(child, server_name)
             return parent
         if not specs:
             raise ValueError("the config names no server")

@@ -32,6 +32,7 @@ from ..protocol.errors import (
     MCPError,
 )
 from ..protocol.meta import CLIENT_CAPABILITIES
+from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult, declares_tasks
 from ..server.context import Context
 from ..server.mrtr import InputRequired
 from ..server.resources import ResourceNotFound
@@ -50,6 +51,8 @@ LOCAL_PREFIX = "mcpkit-local/"
 #: The endpoint a new frontend request goes to.
 Pick = Callable[[Context], Awaitable[Endpoint]]
 Op = Callable[[Client, Any], Awaitable[Any]]
+#: Told of each task a backend made of a forwarded call: (ctx, endpoint, task).
+OnTask = Callable[[Context, Endpoint, CreateTaskResult], None]
 
 
 class Forwarder:
@@ -57,10 +60,17 @@ class Forwarder:
 
     ``input_timeout``: seconds a backend call waits for a modern frontend to retry with
     the answers to what the backend asked; the call is cancelled after that.
+
+    ``on_task(ctx, endpoint, task)``: given, a modern caller that declares the tasks
+    extension in its ``tools/call`` declares it to the backend too, and a task the backend
+    makes of the call is answered as it is (``on_task`` is told, to route the caller's
+    ``tasks/*`` of it). Without it the extension is not declared to the backend, and a
+    tool that needs a task is followed to its end here, answered as a plain call.
     """
 
-    def __init__(self, input_timeout: float = 300.0) -> None:
+    def __init__(self, input_timeout: float = 300.0, *, on_task: OnTask | None = None) -> None:
         self.input_timeout = input_timeout
+        self.on_task = on_task
         self._parked: dict[str, Route] = {}
 
     # -- requests ----------------------------------------------------------------------
@@ -102,6 +112,8 @@ class Forwarder:
         except MCPError as exc:
             if exc.code != MISSING_CLIENT_CAPABILITY or "tasks" not in exc.message:
                 raise
+            if self.on_task is not None and ctx.is_modern:
+                raise  # tasks pass through: the caller did not declare them, as the backend says
             # A modern tool that needs a task: called again as one, and followed.
             result = await self.forward(
                 ctx,
@@ -185,11 +197,14 @@ class Forwarder:
                 if relayed:
                     assert relay is not None
                     try:
-                        return await _relay(ctx, client, *relay, progress)
+                        answer = await _relay(ctx, client, *relay, progress, tasks=self.on_task is not None)
                     except (MCPError, InputRequired):
                         raise
                     except Exception as exc:
                         raise session.unavailable(exc) from None
+                    if isinstance(answer, CreateTaskResult) and self.on_task is not None:
+                        self.on_task(ctx, session, answer)
+                    return answer
                 if direct:
                     try:
                         return await op(client, progress)
@@ -305,12 +320,16 @@ async def _relay(
     params: dict[str, Any],
     result_type: type[Any],
     progress: Any,
+    *,
+    tasks: bool = False,
 ) -> Any:
     """One round of a modern request to a modern backend, made by hand (basic/patterns/mrtr).
 
     The caller's capabilities are declared for it (the backend asks only for what the caller
     can answer); the caller's input responses go to the backend, and the backend's requestState
-    rides in the proxy's sealed state, bound to the caller like any other.
+    rides in the proxy's sealed state, bound to the caller like any other. ``tasks``: the
+    tasks extension is declared when the caller declared it (else never), and a task the
+    backend answers with is returned as a :class:`CreateTaskResult`.
     """
     trip = ctx._trip
     wire = dict(params)
@@ -323,7 +342,11 @@ async def _relay(
         if state is not None:
             wire["requestState"] = state
     wire = client._params(wire, declare_tasks=False)
-    wire["_meta"][CLIENT_CAPABILITIES] = ctx.client_capabilities
+    capabilities = ctx.client_capabilities
+    if not tasks and declares_tasks(capabilities):
+        extensions = {k: v for k, v in capabilities["extensions"].items() if k != TASKS_EXTENSION}
+        capabilities = {**capabilities, "extensions": extensions}
+    wire["_meta"][CLIENT_CAPABILITIES] = capabilities
     engine = client._session
     if engine is None:
         raise ConnectionError("the backend session has closed")
@@ -341,6 +364,8 @@ async def _relay(
         if isinstance(state, str):
             trip.answers[_STATE_KEY] = state
         raise InputRequired(requests)
+    if tasks and isinstance(body, dict) and body.get("resultType") == "task":
+        return msgspec.convert(body, CreateTaskResult)
     return msgspec.json.decode(raw, type=result_type)
 
 

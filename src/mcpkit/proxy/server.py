@@ -22,10 +22,13 @@ from msgspec import UNSET
 from ..client import Client
 from ..protocol import types as t
 from ..protocol.errors import MCPError
+from ..protocol.skills import SKILLS_EXTENSION
 from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import Middleware
+from ..server.tasks_legacy import LegacyTasks
 from .backend import Credentials, Pool, Session
+from .extensions import ProxySkills, ProxyTasks
 from .forward import Forwarder
 from .publish import publish_prompts, publish_resources, publish_tools
 from .subscriptions import SubscriptionHooks, Subscriptions
@@ -66,8 +69,11 @@ class ProxyServer(MCPServer):
             notified=self._notified,
         )
         self.pool.default.on_connect = self._connected
+        #: The backend's tasks made for this server's callers, by id (see mcpkit.proxy.extensions).
+        self.tasks = ProxyTasks(self.tasks.settings)
+        self.legacy_tasks = LegacyTasks(self.tasks)
         #: Forwards the calls, relaying what the backend asks (shared with the host gateway).
-        self.forwarder = Forwarder(input_timeout)
+        self.forwarder = Forwarder(input_timeout, on_task=self.tasks.created)
         self._started = 0
         self._synced = asyncio.Event()
         #: The backend subscriptions of the frontend's subscribed URIs.
@@ -101,11 +107,24 @@ class ProxyServer(MCPServer):
         if client.is_modern:
             with contextlib.suppress(MCPError, OSError):
                 await client.listen(tools=True, prompts=True, resources=True)
+        self._extend(client)
         kinds: tuple[Kind, ...] = ("tools", "prompts", "resources")
         for kind in kinds:
             await self._sync(client, kind)
         await self.subscriptions.renew(self.pool.default, client)
         self._synced.set()
+
+    def _extend(self, client: Client) -> None:
+        """Declare the backend's extensions this server forwards (skills), as it declares them."""
+        caps = client.server_capabilities
+        declared = caps.extensions if caps is not None and isinstance(caps.extensions, dict) else {}
+        skills = declared.get(SKILLS_EXTENSION)
+        if isinstance(skills, dict):
+            if isinstance(self.skills, ProxySkills) or self.skills is None:
+                self.skills = ProxySkills(self, self.pool.default.get, skills)
+        elif isinstance(self.skills, ProxySkills):
+            self.skills = None  # (the backend no longer serves skills: after a reconnection)
+            self._extensions.pop(SKILLS_EXTENSION, None)
 
     # -- lists -------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from msgspec import UNSET
 
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
+from ..protocol.tasks import CreateTaskResult
 from ._memo import AnalysisMemo
 from .context import Context
 from .limiting import Limiter, Rate, ToolGuard
@@ -155,8 +156,9 @@ class RegisteredTool:
         return self._result(value)
 
     def _result(self, value: Any) -> t.CallToolResult:
-        if isinstance(value, t.CallToolResult):
-            return value
+        if isinstance(value, t.CallToolResult | CreateTaskResult):
+            # A proxied call its backend made a task of: the task goes back as it came.
+            return value  # type: ignore[return-value]
         if self.signature.output_schema is None or _is_content(value):
             return t.CallToolResult(content=to_content(value), is_error=False)
         structured = self.signature.structured(value)

@@ -1,0 +1,175 @@
+"""The extensions a proxy forwards: tasks (2026-07-28) and skills (both eras).
+
+**Tasks** (``io.modelcontextprotocol/tasks``, SEP-2663): a proxied ``tools/call`` declares
+the extension to the backend only when its caller declared it in that request (the
+forwarder passes the caller's capabilities through), so the backend decides, as it would
+for that caller, whether the call becomes a task. Its ``CreateTaskResult`` goes back as
+it came, and the proxy remembers which backend session made the task and for which
+principal (:class:`ProxyTasks`, bounded); ``tasks/get``, ``tasks/update`` and
+``tasks/cancel`` of that id go to that session, and anyone else's are "not found", as
+the extension says of another principal's task (the backend session may be shared by
+several callers, so it cannot tell them apart itself).
+
+**Skills** (``io.modelcontextprotocol/skills``, SEP-2640): the ``skill://`` resources are
+the backend's resources, published like any other; the proxy declares the extension
+with the backend's settings and answers ``skills/list``, ``skills/get`` and
+``resources/directory/read`` with the backend's answers (:class:`ProxySkills`).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..client import Client
+from ..protocol.errors import INTERNAL_ERROR, MCPError
+from ..protocol.skills import (
+    SKILLS_EXTENSION,
+    GetSkillResult,
+    ListSkillsResult,
+    ReadDirectoryResult,
+    unknown_skill,
+)
+from ..protocol.tasks import CreateTaskResult, DetailedTask, task_not_found
+from ..server.skills import SkillSet, SkillSettings
+from ..server.tasks import TaskManager, TaskSettings
+
+if TYPE_CHECKING:
+    from ..server.app import MCPServer
+    from ..server.context import Context
+    from .backend import Endpoint
+
+__all__ = ["FORWARDED_EXTENSIONS", "ProxySkills", "ProxyTasks", "backend_request"]
+
+#: The backend's extensions a proxy declares as its own (tasks it declares anyway).
+FORWARDED_EXTENSIONS = (SKILLS_EXTENSION,)
+
+#: Tasks remembered at most (the oldest are forgotten first: "not found" after that).
+MAX_TASKS = 10_000
+
+
+async def backend_request(
+    client: Client, method: str, params: dict[str, Any], *, declare_tasks: bool = False
+) -> dict[str, Any]:
+    """``method`` on the backend as a plain request; its result as the backend sent it."""
+    engine = client._session
+    if engine is None:
+        raise ConnectionError("the backend session has closed")
+    wire = client._params(dict(params), declare_tasks=declare_tasks)
+    raw = await client._send(engine, method, wire, client.timeout, None)
+    body = msgspec.json.decode(raw)
+    if not isinstance(body, dict):
+        raise MCPError(INTERNAL_ERROR, f"the backend answered {method} with {type(body).__name__}")
+    return body
+
+
+class ProxyTasks(TaskManager):
+    """A proxy's tasks: those its backends made for its callers, forwarded by id.
+
+    A task id the proxy did not see created is looked up among the server's own tasks
+    (a mounted server's), like any other.
+    """
+
+    def __init__(self, settings: TaskSettings | None = None, *, max_tasks: int = MAX_TASKS) -> None:
+        super().__init__(settings)
+        self.max_tasks = max_tasks
+        #: task id -> (the backend session that made it, the principal it was made for)
+        self.forwarded: OrderedDict[str, tuple[Endpoint, str | None]] = OrderedDict()
+
+    def created(self, ctx: Context, endpoint: Endpoint, task: CreateTaskResult) -> None:
+        """Remember that ``endpoint`` made ``task`` for the caller of ``ctx``."""
+        principal = ctx.principal
+        self.forwarded[task.task_id] = (endpoint, principal.key if principal is not None else None)
+        self.forwarded.move_to_end(task.task_id)
+        while len(self.forwarded) > self.max_tasks:
+            self.forwarded.popitem(last=False)
+
+    def _owned(self, task_id: str, owner: str | None) -> Endpoint | None:
+        entry = self.forwarded.get(task_id)
+        if entry is None:
+            return None
+        endpoint, made_for = entry
+        if made_for != owner:
+            # Another principal's task is "not found", never "forbidden" (as for local tasks).
+            raise task_not_found(task_id)
+        return endpoint
+
+    async def _forward(self, endpoint: Endpoint, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        client = endpoint.ready()
+        if client is None:
+            try:
+                client = await endpoint.get()
+            except (OSError, MCPError) as exc:
+                raise endpoint.unavailable(exc) from None
+        try:
+            return await backend_request(client, method, params, declare_tasks=True)
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise endpoint.unavailable(exc) from None
+
+    async def get(self, task_id: str, owner: str | None) -> DetailedTask:
+        endpoint = self._owned(task_id, owner)
+        if endpoint is None:
+            return await super().get(task_id, owner)
+        body = await self._forward(endpoint, "tasks/get", {"taskId": task_id})
+        return msgspec.convert(body, DetailedTask)
+
+    async def update(self, task_id: str, owner: str | None, responses: Mapping[str, Any]) -> None:
+        endpoint = self._owned(task_id, owner)
+        if endpoint is None:
+            await super().update(task_id, owner, responses)
+            return
+        await self._forward(endpoint, "tasks/update", {"taskId": task_id, "inputResponses": dict(responses)})
+
+    async def cancel(self, task_id: str, owner: str | None) -> None:
+        endpoint = self._owned(task_id, owner)
+        if endpoint is None:
+            await super().cancel(task_id, owner)
+            return
+        await self._forward(endpoint, "tasks/cancel", {"taskId": task_id})
+
+
+class ProxySkills(SkillSet):
+    """The backend's skills, served as the backend serves them.
+
+    ``backend()`` gives the connected backend client (the proxy's default session).
+    ``shown`` (what middleware lets a caller see) filters the backend's answers by URI.
+    """
+
+    def __init__(
+        self, server: MCPServer, backend: Callable[[], Awaitable[Client]], settings: Mapping[str, Any]
+    ) -> None:
+        super().__init__(server, SkillSettings(directory_read=settings.get("directoryRead") is True))
+        self._backend = backend
+        server.declare_extension(SKILLS_EXTENSION, settings)
+
+    async def _ask(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await backend_request(await self._backend(), method, params)
+
+    async def list_result(
+        self, cursor: str | Any, shown: Callable[[str], bool] = lambda _: True
+    ) -> ListSkillsResult:
+        params = {"cursor": cursor} if isinstance(cursor, str) else {}
+        result = msgspec.convert(await self._ask("skills/list", params), ListSkillsResult)
+        result.skills = [skill for skill in result.skills if shown(skill.uri)]
+        return result
+
+    async def get_result(self, uri: str, shown: Callable[[str], bool] = lambda _: True) -> GetSkillResult:
+        result = msgspec.convert(await self._ask("skills/get", {"uri": uri}), GetSkillResult)
+        if not shown(result.skill.uri):
+            raise unknown_skill(uri)
+        return result
+
+    async def directory_result(
+        self, uri: str, cursor: str | Any, shown: Callable[[str], bool] = lambda _: True
+    ) -> ReadDirectoryResult:
+        params: dict[str, Any] = {"uri": uri}
+        if isinstance(cursor, str):
+            params["cursor"] = cursor
+        result = msgspec.convert(await self._ask("resources/directory/read", params), ReadDirectoryResult)
+        result.resources = [r for r in result.resources if shown(r.uri)]
+        return result
