@@ -25,6 +25,7 @@ import pytest
 from _wait import eventually
 from mcpkit import Context, MCPServer
 from mcpkit.transports import stdio
+from mcpkit.transports.loop import LOOP_ENV
 from mcpkit.transports.stdio import StdioChannel, _LineReader, _WriteProtocol
 
 HERE = Path(__file__).resolve().parent
@@ -80,18 +81,22 @@ def ts_sdk(node: str) -> Path:
     return TS_SDK_DIR
 
 
-def run_ts_client(node: str, sdk: Path, tool: str, mode: str) -> dict[str, Any]:
+def run_ts_client(node: str, sdk: Path, tool: str, mode: str, loop: str) -> dict[str, Any]:
     proc = subprocess.run(
         [node, str(CLIENT), str(sdk), tool, str(CALLS), mode, sys.executable, str(SERVER)],
         capture_output=True,
         text=True,
         timeout=120,
+        env={**os.environ, LOOP_ENV: loop},  # the SDK passes its environment on to the server
     )
     assert proc.returncode == 0, proc.stderr
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
+# The kernel is asked how much the peer has not read through each loop's own pipe transport
+# (uvloop's socket-pair pipes look different from asyncio's), so the real client runs against both.
+@pytest.mark.parametrize("loop", ["uvloop", "asyncio"])
 @pytest.mark.parametrize(
     ("tool", "mode"),
     [
@@ -101,9 +106,10 @@ def run_ts_client(node: str, sdk: Path, tool: str, mode: str) -> dict[str, Any]:
     ],
 )
 def test_typescript_client_sees_every_progress_notification(
-    node: str, ts_sdk: Path, tool: str, mode: str
+    node: str, ts_sdk: Path, tool: str, mode: str, loop: str
 ) -> None:
-    result = run_ts_client(node, ts_sdk, tool, mode)
+    result = run_ts_client(node, ts_sdk, tool, mode, loop)
+    assert result["loop"] == loop
     assert result["errors"] == []  # e.g. "Received a progress notification for an unknown token"
     assert [c["text"] for c in result["calls"]] == ["done"] * CALLS
     assert [c["seen"] for c in result["calls"]] == [[0, 50, 100]] * CALLS

@@ -1,5 +1,6 @@
 // The TypeScript SDK's client over stdio: calls a tool COUNT times (one after another, or all at
-// once) with a progress handler, and prints what each call saw and the errors the SDK reported.
+// once) with a progress handler, and prints what each call saw, the errors the SDK reported and
+// the event loop the server says it runs on (its `loop` tool).
 // Usage: node ts_progress_client.mjs SDK_DIR TOOL COUNT seq|par COMMAND [ARGS...]
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
@@ -29,5 +30,6 @@ if (mode === "par") {
   calls = [];
   for (let i = 0; i < Number(count); i++) calls.push(await call());
 }
+const loop = (await client.callTool({ name: "loop", arguments: {} })).content[0].text;
 await client.close();
-console.log(JSON.stringify({ calls, errors }));
+console.log(JSON.stringify({ calls, errors, loop }));

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from mcpkit import Context, MCPServer
+from mcpkit.transports.loop import running_loop
 
 server = MCPServer("ts-progress")
 
@@ -24,6 +25,12 @@ async def paced(ctx: Context) -> str:
         await ctx.report_progress(done, 100)
         await asyncio.sleep(0)
     return "done"
+
+
+@server.tool()
+async def loop() -> str:
+    """The event loop this server runs on (``MCPKIT_LOOP``): uvloop or asyncio."""
+    return running_loop()
 
 
 if __name__ == "__main__":
