@@ -145,3 +145,14 @@ def test_analyses_do_not_share_plain_schemas() -> None:
     first["properties"]["value"]["description"] = "changed"
     assert second["properties"]["value"] == {"type": "string"}
     assert inspect_function(echo).input_schema["properties"]["value"] == {"type": "string"}
+
+
+def test_shared_analysis_copies_keep_schema_values() -> None:
+    def limit(x: float = float("inf")) -> str:
+        return str(x)
+
+    server = MCPServer("values")
+    server.tool(name="one")(limit)
+    server.tool(name="two")(limit)
+    for name in ("one", "two"):
+        assert server._tools.tools[name].definition.input_schema["properties"]["x"]["default"] == float("inf")

@@ -325,11 +325,15 @@ def _analyse(fn: Callable[..., Any], options: ToolOptions) -> tuple[FunctionSign
     return sig, split_docstring(fn)[0]
 
 
-def _own(schema: dict[str, Any]) -> dict[str, Any]:
+def _own(schema: Any) -> Any:
     """A copy of a schema the analysis memo may share between tools of one function: each
-    tool's definition stays its own to change. (The schemas are JSON: a round trip copies.)"""
-    copied: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(schema))
-    return copied
+    tool's definition stays its own to change. Its dicts and lists are copied; the values in
+    them (a default such as ``inf`` included) are kept as they are."""
+    if isinstance(schema, dict):
+        return {key: _own(value) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_own(value) for value in schema]
+    return schema
 
 
 def _header_params(
