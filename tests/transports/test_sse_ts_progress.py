@@ -68,9 +68,11 @@ def sse_url(request: pytest.FixtureRequest) -> Iterator[str]:
             proc.stderr.close()
 
 
-def run_ts_client(node_bin: str, sdk: Path, tool: str, mode: str, url: str) -> dict[str, Any]:
+def run_ts_client(
+    node_bin: str, sdk: Path, tool: str, mode: str, url: str, kind: str = "sse"
+) -> dict[str, Any]:
     proc = subprocess.run(
-        [node_bin, str(CLIENT), str(sdk), tool, str(CALLS), mode, url],
+        [node_bin, str(CLIENT), str(sdk), tool, str(CALLS), mode, url, kind],
         capture_output=True,
         text=True,
         timeout=120,
@@ -98,6 +100,24 @@ def test_typescript_sse_client_sees_every_progress_notification(
 ) -> None:
     result = run_ts_client(node, ts_sdk, tool, mode, sse_url)
     assert result["errors"] == []  # e.g. "Received a progress notification for an unknown token"
+    assert [c["text"] for c in result["calls"]] == ["done"] * CALLS
+    assert [c["seen"] for c in result["calls"]] == [[0, 50, 100]] * CALLS
+
+
+@pytest.mark.parametrize(("tool", "mode"), [("steps", "seq"), ("paced", "seq"), ("steps", "par")])
+def test_typescript_streamable_http_client_sees_every_progress_notification(
+    node: str,  # noqa: F811
+    ts_sdk: Path,  # noqa: F811
+    sse_url: str,
+    tool: str,
+    mode: str,
+) -> None:
+    # What most remote hosts use. The SDK reads a POST's SSE stream one event per await, so a
+    # notification is handled before the answer that follows it: this pins mcpkit's part, the
+    # request's notifications written on its stream ahead of its answer.
+    url = sse_url.removesuffix("/sse") + "/mcp"
+    result = run_ts_client(node, ts_sdk, tool, mode, url, "streamable")
+    assert result["errors"] == []
     assert [c["text"] for c in result["calls"]] == ["done"] * CALLS
     assert [c["seen"] for c in result["calls"]] == [[0, 50, 100]] * CALLS
 
