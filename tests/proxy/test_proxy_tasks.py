@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from _wait import eventually
 from mcpkit import Client, MCPError, MCPServer
 from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
+from mcpkit.client.tasks import TaskHandle
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
 from mcpkit.protocol.errors import INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, REQUEST_CANCELLED
@@ -28,13 +30,12 @@ SKILLS = ROOT / "examples" / "skills"
 BACKEND = textwrap.dedent(
     """
     import asyncio
-    import sys
 
     from mcpkit import Context, MCPServer
     from mcpkit.server.tasks import TaskSettings
 
     server = MCPServer("task-backend", tasks=TaskSettings(poll_interval=0.05))
-    server.add_skills(sys.argv[1])
+    server.add_skills(SKILLS)
     CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
@@ -57,7 +58,8 @@ BACKEND = textwrap.dedent(
         return "never"
 
 
-    server.run()
+    if __name__ == "__main__":
+        server.run()
     """
 )
 
@@ -74,12 +76,28 @@ class Tokens:
 
 def backend_command(tmp_path: Path) -> list[str]:
     script = tmp_path / "task_backend.py"
-    script.write_text(BACKEND)
-    return [sys.executable, str(script), str(SKILLS)]
+    script.write_text(f"SKILLS = {str(SKILLS)!r}\n{BACKEND}")
+    return [sys.executable, str(script)]
+
+
+def backend_server() -> MCPServer:
+    """The same backend, in this process (served over HTTP by the test)."""
+    namespace: dict[str, Any] = {"__name__": "task_backend", "SKILLS": str(SKILLS)}
+    exec(BACKEND, namespace)
+    server: MCPServer = namespace["server"]
+    return server
 
 
 def confirm(params: t.ElicitParams) -> t.ElicitResult:
     return t.ElicitResult(action="accept", content={"ok": True})
+
+
+async def cancelled(task: TaskHandle) -> None:
+    """Wait for a cancelled task to end (cancellation is cooperative), as cancelled."""
+    with pytest.raises(MCPError) as ended:
+        await task.result()
+    assert ended.value.code == REQUEST_CANCELLED
+    assert (await task.status()).status == "cancelled"
 
 
 def text(result: Any) -> str:
@@ -116,10 +134,7 @@ async def test_a_task_through_the_proxy(tmp_path: Path) -> None:
         job = await alice.start_tool("forever")
         assert (await job.status()).status == "working"
         await job.cancel()
-        with pytest.raises(MCPError) as cancelled:
-            await job.result()
-        assert cancelled.value.code == REQUEST_CANCELLED
-        assert (await job.status()).status == "cancelled"
+        await cancelled(job)
 
         # Another principal does not reach alice's task, not even to learn that it exists.
         other = await alice.start_tool("forever")
@@ -168,7 +183,7 @@ async def test_forwarded_tasks_are_bounded(tmp_path: Path) -> None:
             await tasks[0].status()
         assert forgotten.value.code == INVALID_PARAMS
         await asyncio.gather(*(task.cancel() for task in tasks[1:]))
-        assert {(await task.status()).status for task in tasks[1:]} == {"cancelled"}
+        await asyncio.gather(*(cancelled(task) for task in tasks[1:]))
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
@@ -207,5 +222,30 @@ async def test_tasks_through_a_config_of_several_servers(tmp_path: Path) -> None
         assert text(await second.result()) == "built site"
         assert (await first.status()).status == "working"
         await first.cancel()
-        assert (await first.status()).status == "cancelled"
+        await cancelled(first)
         assert text(await client.call_tool("two_deploy", {"env": "dev"})) == "deployed to dev"
+
+
+async def test_a_task_outlives_its_idle_backend_session() -> None:
+    """A caller's own backend session (credentials=) closed as idle: its task is reached through
+    the session opened again for the same credentials, which goes back into the pool."""
+    async with serve_http(backend_server(), auth=BearerAuthenticator(Tokens())) as backend_url:
+
+        def credentials(principal: Principal | None) -> dict[str, str]:
+            name = "proxy" if principal is None else f"backend_{principal.subject}"
+            return {"Authorization": f"Bearer {name}-token"}
+
+        proxy = MCPServer.proxy(backend_url, credentials=credentials, idle_timeout=0.5)
+        assert isinstance(proxy, ProxyServer)
+        async with (
+            serve_http(proxy, auth=BearerAuthenticator(Tokens())) as url,
+            Client(url, headers={"Authorization": "Bearer alice-token"}) as alice,
+        ):
+            task = await alice.start_tool("forever")
+            assert task.is_task and len(proxy.pool.sessions) == 1
+            made_on = next(iter(proxy.pool.sessions.values()))
+            await eventually(lambda: not proxy.pool.sessions, timeout=10)
+            assert (await task.status()).status == "working"  # the backend's principal is alice's
+            assert list(proxy.pool.sessions.values()) == [made_on] and made_on.connected
+            await task.cancel()
+            await cancelled(task)

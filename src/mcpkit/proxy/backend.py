@@ -305,6 +305,20 @@ class Pool:
         self.sessions.move_to_end(key)
         return session
 
+    def current(self, endpoint: Endpoint) -> Endpoint:
+        """The pool's session now for ``endpoint``'s credentials (a task's, made on a session
+        closed since as idle, is reached through the one open now, or that one reopened)."""
+        if not isinstance(endpoint, Session) or endpoint.pool is not self or endpoint.credentials is None:
+            return endpoint
+        if endpoint is self.default:
+            return endpoint
+        key = tuple(sorted(endpoint.credentials.items()))
+        live = self.sessions.get(key)
+        if live is None:
+            live = self.sessions[key] = endpoint  # back in the pool: reconnected on use
+        self.sessions.move_to_end(key)
+        return live
+
     async def resolve(self, principal: Any) -> dict[str, str] | None:
         """``credentials(principal)``, awaited when it is a coroutine function's."""
         if self.credentials is None:

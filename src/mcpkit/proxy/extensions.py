@@ -36,6 +36,7 @@ from ..protocol.skills import (
 from ..protocol.tasks import CreateTaskResult, DetailedTask, task_not_found
 from ..server.skills import SkillSet, SkillSettings
 from ..server.tasks import TaskManager, TaskSettings
+from .backend import Session
 
 if TYPE_CHECKING:
     from ..server.app import MCPServer
@@ -98,6 +99,8 @@ class ProxyTasks(TaskManager):
         return endpoint
 
     async def _forward(self, endpoint: Endpoint, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if isinstance(endpoint, Session):
+            endpoint = endpoint.pool.current(endpoint)  # (its session may have been closed as idle)
         client = endpoint.ready()
         if client is None:
             try:
