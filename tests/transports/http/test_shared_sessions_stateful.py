@@ -649,3 +649,22 @@ def test_a_get_stream_ends_when_its_sessions_record_is_gone(noticed_by: str) -> 
         assert stream.complete and machine.apps[1].sessions.get(session.sid) is None
     finally:
         machine.teardown()
+
+
+@pytest.mark.parametrize("resume_on", [0, 1])
+def test_a_resumed_stream_of_a_cancelled_request_ends(resume_on: int) -> None:
+    """Before: a request stream resumed from the shared log (Last-Event-ID) waited for a
+    final event that a cancelled request never writes, and stayed open for ever (keepalives
+    only); an unshared resumed stream ends when its request is cancelled."""
+    machine = SharedMachine()
+    try:
+        machine.a_session_with_a_call(worker=0, other=0, first="progress")
+        call = machine.calls[1]
+        machine.client_drops(0)
+        machine.resume(0, resume_on)
+        (resumed,) = call.resumes
+        assert resumed.live
+        machine.cancel(0, 1 - resume_on)  # waits for every response of the call to end
+        assert resumed.complete and call.finals() == []
+    finally:
+        machine.teardown()

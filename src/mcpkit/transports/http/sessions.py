@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...protocol.errors import MCPError
 from ...protocol.framing import Oversized
-from .streams import ResponseStream
+from .streams import ResponseStream, StreamItem
 
 if TYPE_CHECKING:
     from ...session.engine import Engine
@@ -147,6 +147,11 @@ class LegacyHTTPSession:
         if stream.finished:
             return
         stream.finished = True
+        if stream.mirror is not None:
+            # The shared log gets an end with no message: a resumed reader of it, on any
+            # worker, ends its response as a local reader does (else it stayed open for ever).
+            stream.seq += 1
+            stream.mirror(StreamItem(stream.seq, b"", True))
         stream.close()
         if not stream.queue:
             self.forget_stream(stream)

@@ -489,8 +489,10 @@ class SharedSessionStore:
                 continue
             idle = quiet = 0.0
             final = _upto_final(events)
-            body = b"".join(sse_event(e.data, f"{stream}_{_wire(e.id)}") for e in final)
-            await response.write(body)
+            # (An end with no data: the request was cancelled, no answer is due.)
+            body = b"".join(sse_event(e.data, f"{stream}_{_wire(e.id)}") for e in final if e.data)
+            if body:
+                await response.write(body)
             after = final[-1].id
             if final[-1].final:
                 break
