@@ -66,6 +66,7 @@ async def _exercise(client: Client) -> None:
         ("legacy", "auto", "/mcp", False, "StreamableHTTPChannel"),
         ("2025-03-26", "auto", "/mcp", False, "StreamableHTTPChannel"),
         ("legacy", "sse", "/sse", False, "SSEClientChannel"),
+        ("auto", "sse", "/sse", False, "SSEClientChannel"),  # HTTP+SSE asked for: a legacy session
         ("auto", "auto", "/sse", False, "SSEClientChannel"),  # falls back to HTTP+SSE
     ],
 )

@@ -190,7 +190,8 @@ class Client:
 
         ``transport="auto"`` speaks Streamable HTTP and falls back to the
         2024-11-05 HTTP+SSE transport when the server does not know it;
-        ``"sse"`` uses HTTP+SSE from the start. ``headers`` go with every
+        ``"sse"`` uses HTTP+SSE from the start (a legacy-era session: with
+        ``protocol="auto"`` it starts with ``initialize``). ``headers`` go with every
         request; ``auth`` is an ``httpx.Auth`` such as
         :class:`~mcpkit.auth.OAuthClientAuth`.
         """
@@ -322,6 +323,12 @@ class Client:
                 await self._discover(version, probe=False)
             else:
                 await self._initialize_or_fall_back(version)
+            return
+        target = self._target
+        if isinstance(target, _HTTP) and target.transport == "sse":
+            # The 2024-11-05 HTTP+SSE transport belongs to the legacy era (2026-07-28 defines
+            # stdio and Streamable HTTP only): no server/discover probe over it.
+            await self._initialize(LATEST_LEGACY)
             return
         key: tuple[str, ...] = ()
         if self._url is not None:
