@@ -249,3 +249,28 @@ async def test_a_task_outlives_its_idle_backend_session() -> None:
             assert list(proxy.pool.sessions.values()) == [made_on] and made_on.connected
             await task.cancel()
             await cancelled(task)
+
+
+async def test_a_2025_11_25_caller_gets_tasks_of_the_proxy(tmp_path: Path) -> None:
+    """That era's tasks are the caller's asking: the proxy runs the forwarded call as its own
+    task (the backend's modern tasks are followed inside it), for any tool."""
+    proxy = MCPServer.proxy(backend_command(tmp_path))
+    assert isinstance(proxy, ProxyServer)
+    async with Client(proxy, protocol="2025-11-25", elicitation_handler=confirm) as client:
+        listed = {tool.name: tool.execution for tool in await client.list_tools()}
+        assert listed == {name: {"taskSupport": "optional"} for name in ("build", "deploy", "forever")}
+        build = await client.start_tool("build", {"target": "docs"}, ttl=60)
+        assert build.is_task and (await build.status()).ttl_ms == 60000
+        assert text(await build.result()) == "built docs"
+        # The backend makes a task of deploy and asks a question in it: the proxy's task asks
+        # its caller (elicitation/create tagged with the task) and answers the backend.
+        deploy = await client.start_tool("deploy", {"env": "qa"})
+        assert deploy.is_task
+        assert text(await deploy.result()) == "deployed to qa"
+        assert not proxy.tasks.forwarded  # (the backend's task is the proxy's to follow)
+        # Cancelling the proxy's task cancels the backend call it runs.
+        job = await client.start_tool("forever")
+        await eventually(lambda: len(proxy.pool.default.inflight) == 1, timeout=10)
+        await job.cancel()
+        await cancelled(job)
+        await eventually(lambda: not proxy.pool.default.inflight, timeout=10)

@@ -34,13 +34,17 @@ from ..protocol.skills import (
     unknown_skill,
 )
 from ..protocol.tasks import CreateTaskResult, DetailedTask, task_not_found
+from ..server.context import Context
 from ..server.skills import SkillSet, SkillSettings
 from ..server.tasks import TaskManager, TaskSettings
 from .backend import Session
 
 if TYPE_CHECKING:
+    from ..protocol.requests import ServerRequest
     from ..server.app import MCPServer
-    from ..server.context import Context
+    from ..server.dispatcher import ServerDispatcher
+    from ..server.mrtr import RoundTrip
+    from ..server.tools import RegisteredTool
     from .backend import Endpoint
 
 __all__ = ["FORWARDED_EXTENSIONS", "ProxySkills", "ProxyTasks", "backend_request"]
@@ -79,6 +83,24 @@ class ProxyTasks(TaskManager):
         self.max_tasks = max_tasks
         #: task id -> (the backend session that made it, the principal it was made for)
         self.forwarded: OrderedDict[str, tuple[Endpoint, str | None]] = OrderedDict()
+        #: Whether a tool's calls are forwarded (its proxy sets it): see :meth:`call_tool`.
+        self.is_forwarded: Callable[[RegisteredTool], bool] = lambda tool: False
+
+    async def call_tool(
+        self,
+        conn: ServerDispatcher,
+        request: ServerRequest,
+        tool: RegisteredTool,
+        trip: RoundTrip | None,
+        after: float | None,
+    ) -> Any:
+        """A forwarded tool's call is made as a plain one: whether it becomes a task is the
+        backend's to say (its task comes back through the forwarder), so none of the local
+        task machinery is set up for it (a proxied tool is ``task="optional"`` only so that
+        2025-11-25 callers may ask this server for a task of it)."""
+        if after is None and self.is_forwarded(tool):
+            return await tool.call(request.arguments, Context(conn, request, trip))
+        return await super().call_tool(conn, request, tool, trip, after)
 
     def created(self, ctx: Context, endpoint: Endpoint, task: CreateTaskResult) -> None:
         """Remember that ``endpoint`` made ``task`` for the caller of ``ctx``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable
@@ -27,6 +28,7 @@ from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import Middleware
 from ..server.tasks_legacy import LegacyTasks
+from ..server.tools import RegisteredTool
 from .backend import Credentials, Pool, Session
 from .extensions import ProxySkills, ProxyTasks
 from .forward import Forwarder
@@ -72,6 +74,7 @@ class ProxyServer(MCPServer):
         #: The backend's tasks made for this server's callers, by id (see mcpkit.proxy.extensions).
         self.tasks = ProxyTasks(self.tasks.settings)
         self.legacy_tasks = LegacyTasks(self.tasks)
+        self.tasks.is_forwarded = self._forwards
         #: Forwards the calls, relaying what the backend asks (shared with the host gateway).
         self.forwarder = Forwarder(input_timeout, on_task=self.tasks.created)
         self._started = 0
@@ -139,6 +142,15 @@ class ProxyServer(MCPServer):
         if kind == "tools":
             tools = await client.list_tools()
             publish_tools(self, [(tool, functools.partial(self._call_tool, tool.name)) for tool in tools])
+            for registered in self._tools.tools.values():
+                # A 2025-11-25 caller may ask for a task of any tool (the backend's own tasks of
+                # that era are not forwarded): this server runs the forwarded call as one. A
+                # modern caller's call becomes a task only if the backend makes one (task_after
+                # None: never here, as no handler calls ctx.start_task()).
+                if registered.options.task is None:
+                    registered.options = dataclasses.replace(
+                        registered.options, task="optional", task_after=None
+                    )
         elif kind == "prompts":
             prompts = await client.list_prompts()
             publish_prompts(self, [(p, functools.partial(self._get_prompt, p.name)) for p in prompts])
@@ -175,6 +187,10 @@ class ProxyServer(MCPServer):
     async def _pick(self, ctx: Context) -> Session:
         pool = self.pool
         return pool.default if pool.credentials is None else await pool.session_for(ctx)
+
+    def _forwards(self, tool: RegisteredTool) -> bool:
+        fn = tool.fn
+        return isinstance(fn, functools.partial) and fn.func == self._call_tool
 
     async def _call_tool(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.CallToolResult:
         tool = self._tools.tools.get(name)
