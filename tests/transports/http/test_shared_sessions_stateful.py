@@ -418,9 +418,11 @@ class SharedMachine(RuleBasedStateMachine):
     def _quiet(self, call: Call) -> bool:
         """The handler has done all it was told (and its answer, if any, went out)."""
         if call.ended is None:
-            # Asking again (a queued "ask") counts once the new ask has reached the client.
-            waiting = call.asking and call.live_view() is not None
-            return call.commands.empty() and not (waiting and not self._unanswered_of(call))
+            if call.asking:
+                # Asking again (a queued "ask"): quiet once the new ask has reached the
+                # client (commands queued behind it wait for its answer).
+                return call.live_view() is None or bool(self._unanswered_of(call))
+            return call.commands.empty()
         return call.ended not in ("done", "failed") or bool(call.finals()) or call.live_view() is None
 
     def _unanswered_of(self, call: Call) -> list[Any]:
