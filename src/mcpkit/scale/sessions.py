@@ -189,6 +189,15 @@ class RedisSessionStore:
     def _claim(self, sid: str, request_id: int | str) -> str:
         return self.backend.key("rid", sid, _encode(request_id).decode())
 
+    async def refresh_claims(self, sid: str, request_ids: list[int | str]) -> None:
+        """Push forward the expiry of this worker's claims on requests still running (a
+        claim expires with the session's TTL, else a duplicate id sent to another worker
+        after it would be taken as free while the first request runs on)."""
+        pipe = self.backend.client.pipeline(transaction=False)
+        for request_id in request_ids:
+            pipe.expire(self._claim(sid, request_id), self.ttl)
+        await self.backend.call(pipe.execute())
+
     def release(self, sid: str, request_id: int | str) -> None:
         """The request is over: its id may be used again (queued, not awaited)."""
         key = self._claim(sid, request_id)

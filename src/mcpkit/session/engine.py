@@ -363,6 +363,10 @@ class Engine(Generic[Req]):
         """How many of the peer's requests are being handled."""
         return len(self._in_flight)
 
+    def in_flight_ids(self) -> list[RequestId]:
+        """The ids of the peer's requests being handled."""
+        return list(self._in_flight)
+
     def when_done(self, request_id: RequestId, callback: Callable[[], None]) -> None:
         """Call ``callback`` once the handler of ``request_id`` has ended (now, if none runs)."""
         task = self._in_flight.get(request_id)

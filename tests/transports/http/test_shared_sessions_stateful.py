@@ -601,22 +601,28 @@ def test_a_session_busy_on_a_worker_does_not_expire_in_redis(busy: str) -> None:
             machine.wait(lambda: stream.status is not None, "the GET stream to start")
             assert stream.status == 200
         key = f"{machine.prefix}:s:{session.sid}"
+        # The running call's claim on its id (a duplicate sent to another worker is refused
+        # while it is held): it must not expire under the call either.
+        claims = [f"{machine.prefix}:rid:{session.sid}:{json.dumps(c.rid)}" for c in machine.calls.values()]
+        assert len(claims) == (busy == "call")
 
-        async def ttl_after_eviction_pass() -> int:
+        async def ttls_after_eviction_pass() -> list[int]:
             client = aioredis.Redis.from_url(REDIS)
             try:
-                await client.expire(key, 5)  # the idle timeout nearly over
+                for k in (key, *claims):
+                    assert await client.expire(k, 5), f"{k} is not in Redis"  # the idle timeout nearly over
                 for app in machine.apps:
                     await app.evict_idle()
-                return int(await client.ttl(key))
+                return [int(await client.ttl(k)) for k in (key, *claims)]
             finally:
                 await client.aclose()
 
-        ttl = machine.run(ttl_after_eviction_pass())
+        ttl, *claim_ttls = machine.run(ttls_after_eviction_pass())
         if busy == "idle":
             assert 0 < ttl <= 5  # an idle session expires on time
         else:
             assert ttl > 5, f"the busy session's record expires in {ttl} s"
+        assert all(t > 5 for t in claim_ttls), f"the running call's id claim expires in {claim_ttls} s"
     finally:
         machine.teardown()
 

@@ -192,17 +192,26 @@ class SharedSessionStore:
         return bool(self._pumps.get(session_id))
 
     async def keep_alive(self, session_ids: list[str]) -> None:
-        """Push forward the expiry of sessions busy on this worker (one round trip).
+        """Push forward the expiry of sessions busy on this worker, and of its claims on
+        their running requests' ids (one round trip each).
 
         A session gone meanwhile (its record expired or lost, or a DELETE whose
         broadcast this worker missed) is forgotten here: its handlers are cancelled
         and its GET streams end, which nothing else would do while no request for it
         reaches this worker.
         """
+        claims = []
+        for sid in session_ids:
+            local = self.app.sessions.get(sid)
+            running = local.engine.in_flight_ids() if local is not None else []
+            if running:
+                claims.append(self.store.refresh_claims(sid, running))
         try:
-            found = await asyncio.gather(*(self.store.fetch(sid) for sid in session_ids))
+            fetches = asyncio.gather(*(self.store.fetch(sid) for sid in session_ids))
+            await asyncio.gather(fetches, *claims)
         except RedisUnavailable:
             return
+        found = fetches.result()
         for sid, (record, _) in zip(session_ids, found, strict=True):
             if record is None and sid not in self._creating:
                 local = self._forget(sid)
