@@ -34,10 +34,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Coroutine, MutableMapping
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+import asgi_exchange
 import pytest
 from hypothesis import event, settings
 from hypothesis import strategies as st
@@ -64,92 +65,17 @@ def _note(what: str) -> None:
         pass  # run by hand, outside a test
 
 
-class Exchange:
-    """One HTTP request through the app, with a client that can hang up."""
+class Exchange(asgi_exchange.Exchange):
+    """One HTTP request to ``/mcp``, with a client that can hang up."""
 
     def __init__(
         self, app: StreamableHTTPApp, method: str, headers: dict[str, str], body: bytes = b""
     ) -> None:
-        self.method = method
-        self.status: int | None = None
-        self.headers: dict[str, str] = {}
-        self.chunks: list[bytes] = []
-        self.complete = False  # the last body chunk was sent
-        self.hung_up = asyncio.Event()
-        self.violations: list[str] = []
-        self._body = body
-        self._body_sent = False
-        raw = [(b"host", HOST.encode())]
-        raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-        raw.append((b"content-length", str(len(body)).encode()))
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": method,
-            "scheme": "http",
-            "path": "/mcp",
-            "raw_path": b"/mcp",
-            "query_string": b"",
-            "root_path": "",
-            "headers": raw,
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-        }
-        self.task = asyncio.ensure_future(app(scope, self._receive, self._send))
+        super().__init__(app, method, "/mcp", headers, body, host=HOST)
 
-    async def _receive(self) -> MutableMapping[str, Any]:
-        if not self._body_sent:
-            self._body_sent = True
-            return {"type": "http.request", "body": self._body, "more_body": False}
-        await self.hung_up.wait()
-        return {"type": "http.disconnect"}
-
-    async def _send(self, message: MutableMapping[str, Any]) -> None:
-        if self.hung_up.is_set():
-            return  # the client has gone: what is written goes nowhere
-        if self.complete:
-            self.violations.append(f"sent after the response ended: {message}")
-        if message["type"] == "http.response.start":
-            if self.status is not None:
-                self.violations.append("two response starts")
-            self.status = message["status"]
-            self.headers = {k.decode(): v.decode() for k, v in message.get("headers", ())}
-        elif message["type"] == "http.response.body":
-            if self.status is None:
-                self.violations.append("body before start")
-            self.chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                self.complete = True
-
-    def hang_up(self) -> None:
-        self.hung_up.set()
-
-    @property
-    def sse(self) -> bool:
-        return self.headers.get("content-type", "").startswith("text/event-stream")
-
-    def events(self) -> list[tuple[str | None, Any]]:
+    def events(self) -> list[tuple[str | None, Any]]:  # type: ignore[override]
         """(event id, message or None for a priming event) of every complete SSE event so far."""
-        text = b"".join(self.chunks).decode()
-        out: list[tuple[str | None, Any]] = []
-        for block in text.split("\n\n")[:-1]:
-            event_id: str | None = None
-            data: list[str] = []
-            for line in block.split("\n"):
-                if line.startswith(":"):
-                    continue
-                name, _, value = line.partition(":")
-                value = value[1:] if value.startswith(" ") else value
-                if name == "id":
-                    event_id = value
-                elif name == "data":
-                    data.append(value)
-            if event_id is None and not data:
-                continue  # a keepalive comment
-            joined = "\n".join(data)
-            out.append((event_id, json.loads(joined) if joined else None))
-        return out
+        return [(e.id, e.json()) for e in super().events()]
 
     def messages(self) -> list[Any]:
         """The JSON-RPC messages received so far (JSON body or SSE)."""
