@@ -20,7 +20,7 @@ from ..protocol.jsonrpc import Request
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
 from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
 from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
-from ..session.channel import Channel, memory_channel_pair
+from ..session.channel import Channel, memory_channel_pair, memory_push_pair
 from ..session.engine import Engine, ProgressCallback
 from . import skills as _skills
 from . import task_calls as _tasks
@@ -290,7 +290,10 @@ class Client:
         if isinstance(target, _HTTP):
             return await target.open(target.transport, self.options.max_message_bytes)
         if isinstance(target, _Memory):
-            ours, theirs = memory_channel_pair()
+            # Pushed, without reader tasks; a channel_wrapper reads what it wraps (it sees
+            # every message, as it always did).
+            pair = memory_channel_pair if self.options.channel_wrapper is not None else memory_push_pair
+            ours, theirs = pair()
             server = target.server
             await self._stack.enter_async_context(server.running())  # type: ignore[union-attr]
             self._server_task = asyncio.create_task(server.connect(theirs, transport="memory").run())

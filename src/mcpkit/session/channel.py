@@ -13,9 +13,11 @@ __all__ = [
     "Channel",
     "MemoryChannel",
     "PushChannel",
+    "PushMemoryChannel",
     "Receiver",
     "RequestId",
     "memory_channel_pair",
+    "memory_push_pair",
     "pushes",
 ]
 
@@ -136,6 +138,111 @@ class MemoryChannel:
         if not self._closed:
             self._closed = True
             self._outbox.put_nowait(None)
+
+
+class PushMemoryChannel(MemoryChannel):
+    """A :class:`MemoryChannel` end that is a :class:`PushChannel`: what the other end writes
+    is handed to this end's receiver in a callback of the next loop turn, batched per turn.
+
+    An in-process client and server (``Client(server)``, a proxy's frontend) talk over a
+    pair of these: a message then costs one scheduled callback instead of waking a reader
+    task through a queue (a task step, a future per read). Until a receiver is set (a
+    wrapper that reads instead, or before the engine runs) messages queue for :meth:`read`.
+    """
+
+    def __init__(self, inbox: asyncio.Queue[bytes | None], outbox: asyncio.Queue[bytes | None]) -> None:
+        super().__init__(inbox, outbox)
+        self.peer: PushMemoryChannel | None = None
+        self._receiver: Receiver | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._backlog: list[bytes | None] = []
+        self._held = False
+        self._scheduled = False
+        self._ended = False
+
+    def set_receiver(self, receiver: Receiver) -> None:
+        """Hand input to ``receiver`` from now on (what was queued first, first)."""
+        self._loop = asyncio.get_running_loop()
+        while not self._inbox.empty():
+            self._backlog.append(self._inbox.get_nowait())
+        self._receiver = receiver
+        self._schedule()
+
+    def hold_input(self) -> None:
+        self._held = True
+
+    def release_input(self) -> None:
+        self._held = False
+        self._schedule()
+
+    def write(self, data: bytes, related: RequestId | None = None) -> None:
+        """Send ``data`` to the other end (``related`` is ignored); dropped once closed."""
+        if not self._closed:
+            self._send(data)
+
+    def respond(self, request_id: RequestId | None, data: bytes, error: MCPError | None = None) -> None:
+        """Send the answer ``data`` to the other end; dropped once closed.
+
+        When nothing else is on its way to the other end, the answer is received at once:
+        an answer only resolves the future of the request it answers (the peer's engine runs
+        no handler for it), so this saves the caller a turn of the loop without reordering.
+        """
+        if self._closed:
+            return
+        peer = self.peer
+        if peer is not None and not peer._backlog and not peer._held and not peer._ended:
+            receiver = peer._receiver
+            if receiver is not None:
+                receiver([data])
+                return
+        self._send(data)
+
+    async def close(self) -> None:
+        """Close this end: the other end reads end of input; later writes are dropped."""
+        if not self._closed:
+            self._closed = True
+            self._send(None)
+
+    def _send(self, item: bytes | None) -> None:
+        peer = self.peer
+        if peer is not None and peer._receiver is not None:
+            peer._backlog.append(item)
+            peer._schedule()
+        else:
+            self._outbox.put_nowait(item)
+
+    def _schedule(self) -> None:
+        if self._backlog and not self._held and not self._scheduled and self._loop is not None:
+            self._scheduled = True
+            self._loop.call_soon(self._deliver)
+
+    def _deliver(self) -> None:
+        self._scheduled = False
+        receiver = self._receiver
+        if self._held or receiver is None or not self._backlog or self._ended:
+            return
+        batch, self._backlog = self._backlog, []
+        if None not in batch:
+            receiver(batch)  # type: ignore[arg-type]
+            return
+        end = batch.index(None)
+        if end:
+            receiver(batch[:end])  # type: ignore[arg-type]
+            if self._held:  # (the receiver's in-flight bound): the end waits for the release
+                self._backlog[:0] = batch[end:]
+                return
+        self._ended = True
+        self._backlog.clear()
+        receiver(None)
+
+
+def memory_push_pair() -> tuple[PushMemoryChannel, PushMemoryChannel]:
+    """Two connected :class:`PushMemoryChannel` ends: what one writes, the other receives."""
+    a: asyncio.Queue[bytes | None] = asyncio.Queue()
+    b: asyncio.Queue[bytes | None] = asyncio.Queue()
+    ours, theirs = PushMemoryChannel(a, b), PushMemoryChannel(b, a)
+    ours.peer, theirs.peer = theirs, ours
+    return ours, theirs
 
 
 def memory_channel_pair() -> tuple[MemoryChannel, MemoryChannel]:
