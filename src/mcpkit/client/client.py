@@ -10,19 +10,20 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import msgspec
-from msgspec import UNSET
 
-from .. import telemetry as _telemetry
 from .._version import __version__
 from ..protocol import types as t
-from ..protocol.errors import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import Request
 from ..protocol.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
-from ..protocol.tasks import TASKS_EXTENSION, CreateTaskResult
-from ..protocol.versions import LATEST_LEGACY, LATEST_MODERN, MODERN_VERSIONS, ProtocolVersion, parse_version
+from ..protocol.tasks import TASKS_EXTENSION
+from ..protocol.versions import ProtocolVersion
 from ..session.channel import Channel, memory_channel_pair, memory_push_pair
 from ..session.engine import Engine, ProgressCallback
+from . import calls as _calls
+from . import handshake as _handshake
 from . import skills as _skills
+from . import subscriptions as _subscriptions
 from . import task_calls as _tasks
 from .dispatch import (
     ClientHandlers,
@@ -41,6 +42,7 @@ from .options import (
     ProtocolMode,
 )
 from .skills import Skill
+from .subscriptions import Subscription
 from .targets import (
     _HTTP,
     HTTPTransport,
@@ -50,32 +52,15 @@ from .targets import (
     _Over,
     _Stdio,
     _Target,
-    _transport_name,
 )
 from .task_calls import Outstanding, TaskState
-from .tasks import TASKS_REVISION, TaskCreated, TaskHandle
+from .tasks import TaskHandle
 
 __all__ = ["Client", "ProtocolMode", "Subscription"]
 
 logger = logging.getLogger("mcpkit.client")
 
-# Requests that may answer input_required (2026-07-28 basic/patterns/mrtr "Supported Requests").
-_INPUT_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-
-
-class _InputRequired(msgspec.Struct, rename="camel"):
-    result_type: str | msgspec.UnsetType = UNSET
-    input_requests: dict[str, dict[str, Any]] | msgspec.UnsetType = UNSET
-    request_state: str | msgspec.UnsetType = UNSET
-
-
-_peek = msgspec.json.Decoder(_InputRequired)
-
 R = TypeVar("R")
-
-# Era verdicts per server command (2026-07-28 basic/versioning: clients SHOULD
-# cache the era for the lifetime of the server process; we keep it per command).
-_ERA_CACHE: dict[tuple[str, ...], ProtocolVersion] = {}
 
 
 class Client:
@@ -311,122 +296,7 @@ class Client:
         return self._target.argv()
 
     async def _negotiate(self) -> None:
-        mode = self.options.protocol
-        if mode == "legacy":
-            await self._initialize_or_fall_back(LATEST_LEGACY)
-            return
-        if mode == "modern":
-            await self._discover(LATEST_MODERN, probe=False)
-            return
-        if mode != "auto":
-            version = parse_version(mode)
-            if version is None:
-                raise ValueError(f"unknown protocol version {mode!r}")
-            if version.is_modern:
-                await self._discover(version, probe=False)
-            else:
-                await self._initialize_or_fall_back(version)
-            return
-        target = self._target
-        if isinstance(target, _HTTP) and target.transport == "sse":
-            # The 2024-11-05 HTTP+SSE transport belongs to the legacy era (2026-07-28 defines
-            # stdio and Streamable HTTP only): no server/discover probe over it.
-            await self._initialize(LATEST_LEGACY)
-            return
-        key: tuple[str, ...] = ()
-        if self._url is not None:
-            key = ("url", self._url)  # HTTP: cached per origin and endpoint
-        elif isinstance(self._target, _Stdio):
-            key = tuple(self.command_line())
-        cached = _ERA_CACHE.get(key) if key else None
-        if cached is not None:
-            await (self._discover(cached, probe=False) if cached.is_modern else self._initialize(cached))
-            return
-        if not await self._discover(LATEST_MODERN, probe=True):
-            await self._initialize_or_fall_back(LATEST_LEGACY)
-        if key and self.protocol_version is not None:
-            _ERA_CACHE[key] = self.protocol_version
-
-    async def _initialize_or_fall_back(self, version: ProtocolVersion) -> None:
-        """``initialize``; over HTTP, a 404/405 means a 2024-11-05 HTTP+SSE server
-        (2025-03-26 transports, "Backward Compatibility"): reconnect with that."""
-        try:
-            await self._initialize(version)
-        except MCPError:
-            channel = self._session.channel if self._session is not None else None
-            status = getattr(channel, "last_status", None)
-            target = self._target
-            if not isinstance(target, _HTTP) or target.transport != "auto" or status not in (400, 404, 405):
-                raise
-            await self._switch_channel(await target.open("sse", self.options.max_message_bytes))
-            await self._initialize(version)
-
-    async def _switch_channel(self, channel: Channel) -> None:
-        if self._session is not None:
-            await self._session.shutdown(grace=0)
-        if self._reader is not None:
-            self._reader.cancel()
-        self._attach(channel)
-
-    async def _discover(self, version: ProtocolVersion, *, probe: bool) -> bool:
-        """Try ``server/discover``; True when the server is modern (stdio "Backward Compatibility")."""
-        self.protocol_version = version
-        try:
-            result = await self._call(
-                "server/discover", {}, t.DiscoverResult, timeout=self.probe_timeout if probe else self.timeout
-            )
-        except MCPError as exc:
-            if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-                supported = (exc.data or {}).get("supported", []) if isinstance(exc.data, dict) else []
-                mutual = [v for v in MODERN_VERSIONS if v.value in supported]
-                if mutual:
-                    return await self._discover(mutual[-1], probe=False)
-                if not probe:
-                    raise
-            if not probe:
-                raise
-            self.protocol_version = None
-            return False
-        self.server_capabilities = result.capabilities
-        self.instructions = result.instructions or None
-        if result.meta and isinstance(result.meta.get("io.modelcontextprotocol/serverInfo"), dict):
-            self.server_info = msgspec.convert(
-                result.meta["io.modelcontextprotocol/serverInfo"], t.Implementation
-            )
-        return True
-
-    async def _initialize(self, version: ProtocolVersion) -> None:
-        assert self._session is not None
-        capabilities = self.handlers.capabilities()
-        if version is TASKS_REVISION and self.options.tasks:
-            # basic/utilities/tasks "Capabilities": a client that supports task-augmented
-            # requests declares tasks; it receives none as tasks (requests: none, exhaustive).
-            capabilities["tasks"] = {}
-        params = {
-            "protocolVersion": version.value,
-            "capabilities": capabilities,
-            "clientInfo": msgspec.to_builtins(self.client_info),
-        }
-        raw = await self._send(self._session, "initialize", params, self.timeout)
-        result = msgspec.json.decode(raw, type=t.InitializeResult)
-        answered = parse_version(result.protocol_version)
-        if answered is None or answered.is_modern:
-            raise MCPError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                f"server answered initialize with unsupported version {result.protocol_version!r}",
-            )
-        self.protocol_version = answered
-        self._task_state.forget()
-        self.server_info = result.server_info
-        self.server_capabilities = result.capabilities
-        self.instructions = result.instructions or None
-        self._session.notify("notifications/initialized")
-        channel = self._session.channel
-        if hasattr(channel, "start_listening"):
-            channel.protocol_version = answered.value  # type: ignore[attr-defined]
-            channel.start_listening()
-        if self.log_level is not None and result.capabilities.logging is not UNSET:
-            await self.set_logging_level(self.log_level)
+        await _handshake.negotiate(self)
 
     async def close(self) -> None:
         """Close the connection (stdio: stdin closed, then SIGTERM, then SIGKILL), ending
@@ -488,22 +358,7 @@ class Client:
         request_id: int | str | None = None,
     ) -> Awaitable[msgspec.Raw]:
         """Send one request; with tracing on, inside a CLIENT span whose context rides in ``_meta``."""
-        if _telemetry.enabled:
-            target = self._target
-            return _telemetry.request(
-                session,
-                method,
-                params,
-                timeout,
-                on_progress,
-                request_id,
-                version=self.protocol_version.value if self.protocol_version is not None else None,
-                transport=_transport_name(target, session),
-                url=target.url if isinstance(target, _HTTP) else None,
-            )
-        return session.request(
-            method, params, timeout=timeout, on_progress=on_progress, request_id=request_id
-        )
+        return _calls.send(self, session, method, params, timeout, on_progress, request_id)
 
     async def _call(
         self,
@@ -516,85 +371,16 @@ class Client:
         declare_tasks: bool | None = None,
         track: Outstanding | None = None,
     ) -> R:
-        session = self._session
-        if session is None:
-            raise RuntimeError("client is not connected")
-        for _ in range(self.max_input_rounds + 1):
-            try:
-                if track is not None:  # (a call that may be answered with a task)
-                    raw = await track.send(
-                        self,
-                        session,
-                        method,
-                        self._params(params, declare_tasks),
-                        timeout if timeout is not None else self.timeout,
-                        on_progress,
-                    )
-                elif _telemetry.enabled:  # (checked here too: the untraced path makes no extra call)
-                    raw = await self._send(
-                        session,
-                        method,
-                        self._params(params, declare_tasks),
-                        timeout if timeout is not None else self.timeout,
-                        on_progress,
-                    )
-                else:
-                    raw = await session.request(
-                        method,
-                        self._params(params, declare_tasks),
-                        timeout=timeout if timeout is not None else self.timeout,
-                        on_progress=on_progress,
-                    )
-            except MCPError as exc:
-                if not self._adopt_supported_version(exc):
-                    raise
-                # basic/versioning: retry with a mutually supported version.
-                wire = self._params(params, declare_tasks)
-                limit = timeout if timeout is not None else self.timeout
-                raw = await (
-                    track.send(self, session, method, wire, limit, on_progress)
-                    if track is not None
-                    else self._send(session, method, wire, limit, on_progress)
-                )
-            if not self.is_modern or method not in _INPUT_METHODS:
-                return msgspec.json.decode(raw, type=result_type)
-            peek = _peek.decode(raw)
-            if peek.result_type in (UNSET, "complete"):
-                # A result without resultType is complete (basic/index "ResultType").
-                return msgspec.json.decode(raw, type=result_type)
-            declared = self.options.tasks if declare_tasks is None else declare_tasks
-            if peek.result_type == "task" and method == "tools/call" and declared:
-                # Followed by call_tool/start_tool; undeclared, it is an invalid answer (SEP-2663).
-                raise TaskCreated(msgspec.json.decode(raw, type=CreateTaskResult))
-            if peek.result_type != "input_required":
-                raise MCPError(INVALID_REQUEST, f"unrecognised resultType {peek.result_type!r}")
-            params = await self._answer_inputs(params, peek)
-        raise MCPError(
-            INVALID_REQUEST, f"{method}: still asking for input after {self.max_input_rounds} rounds"
+        return await _calls.call(
+            self,
+            method,
+            params,
+            result_type,
+            timeout=timeout,
+            on_progress=on_progress,
+            declare_tasks=declare_tasks,
+            track=track,
         )
-
-    def _adopt_supported_version(self, exc: MCPError) -> bool:
-        """On -32022 from a modern server, switch to a version it supports (if any)."""
-        if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not self.is_modern or not isinstance(exc.data, dict):
-            return False
-        supported = exc.data.get("supported")
-        mutual = [v for v in MODERN_VERSIONS if isinstance(supported, list) and v.value in supported]
-        if not mutual or mutual[-1] == self.protocol_version:
-            return False
-        self.protocol_version = mutual[-1]
-        return True
-
-    async def _answer_inputs(self, params: dict[str, Any], peek: _InputRequired) -> dict[str, Any]:
-        """The retry's params: fulfil every input request, echo requestState byte-exact."""
-        responses: dict[str, Any] = {}
-        for key, request in (peek.input_requests or {}).items():
-            answer = await self.handlers.answer(str(request.get("method")), request.get("params") or {})
-            responses[key] = msgspec.to_builtins(answer)
-        retry = {k: v for k, v in params.items() if k not in ("inputResponses", "requestState")}
-        retry["inputResponses"] = responses
-        if peek.request_state is not UNSET:
-            retry["requestState"] = peek.request_state
-        return retry
 
     async def ping(self) -> None:
         """Check the server answers (legacy era; modern servers have no ping)."""
@@ -780,46 +566,14 @@ class Client:
         notifications then reach ``notification_handler``, tagged with the
         subscription's id in ``_meta``. Returns once the server acknowledged.
         """
-        session = self._session
-        if session is None or not self.is_modern:
-            raise RuntimeError("subscriptions/listen needs a connected modern-era client")
-        self._listens += 1
-        sid = f"listen-{self._listens}"
-        wanted: dict[str, Any] = {}
-        if tools:
-            wanted["toolsListChanged"] = True
-        if prompts:
-            wanted["promptsListChanged"] = True
-        if resources:
-            wanted["resourcesListChanged"] = True
-        if resource_uris:
-            wanted["resourceSubscriptions"] = list(resource_uris)
-        acked = self.handlers.expect_ack(sid)
-        task = asyncio.ensure_future(
-            self._send(
-                session, "subscriptions/listen", self._params({"notifications": wanted}), None, None, sid
-            )
+        return await _subscriptions.listen(
+            self,
+            tools=tools,
+            prompts=prompts,
+            resources=resources,
+            resource_uris=resource_uris,
+            timeout=timeout,
         )
-        # Ended by Subscription.close(), by close(), or by the connection (its outcome is
-        # then read here: nobody may be left to await it).
-        self._subscriptions.add(task)
-        task.add_done_callback(self._listen_ended)
-        try:
-            async with asyncio.timeout(timeout if timeout is not None else self.timeout):
-                waiting: list[asyncio.Future[Any]] = [acked, task]
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if task in done and not acked.done():
-                task.result()  # an error answer: raise it
-                raise MCPError(INVALID_REQUEST, "subscriptions/listen ended before it was acknowledged")
-        except BaseException:
-            task.cancel()
-            raise
-        return Subscription(sid, acked.result(), task)
-
-    def _listen_ended(self, task: asyncio.Future[Any]) -> None:
-        self._subscriptions.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            logger.debug("subscriptions/listen ended: %s", task.exception())
 
     async def set_logging_level(self, level: t.LoggingLevel) -> None:
         """Legacy: ``logging/setLevel``. Modern: sent with every request instead."""
@@ -834,39 +588,4 @@ class Client:
             self._session.notify("notifications/roots/list_changed")
 
     async def _all(self, method: str, result_type: type[Any], field: str) -> list[Any]:
-        items: list[Any] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(self.options.max_list_pages):
-            params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
-            page = await self._call(method, params, result_type)
-            items.extend(getattr(page, field))
-            nxt = page.next_cursor
-            if not isinstance(nxt, str) or nxt in seen:
-                return items
-            seen.add(nxt)
-            cursor = nxt
-        raise MCPError(
-            INVALID_REQUEST,
-            f"{method}: the server still had more pages after {self.options.max_list_pages} (max_list_pages)",
-        )
-
-
-class Subscription:
-    """An open ``subscriptions/listen`` stream; :meth:`close` ends it."""
-
-    def __init__(self, subscription_id: str, acknowledged: dict[str, Any], task: asyncio.Future[Any]) -> None:
-        self.id = subscription_id
-        #: The filter the server agreed to honour.
-        self.acknowledged = acknowledged
-        self._task = task
-
-    @property
-    def active(self) -> bool:
-        return not self._task.done()
-
-    async def close(self) -> None:
-        """Cancel it (stdio: notifications/cancelled; HTTP: the stream is closed)."""
-        self._task.cancel()
-        with contextlib.suppress(BaseException):
-            await self._task
+        return await _calls.all_pages(self, method, result_type, field)
