@@ -1,10 +1,12 @@
-"""The resource URI-template matcher (RFC 6570 level 2, ``{var}`` and ``{+var}``).
+"""The resource URI-template matcher (RFC 6570 level 2, ``{var}``, ``{+var}`` and ``{#var}``).
 
 Invariants, for any template and URI:
 
 * :class:`UriTemplate` either compiles or raises ValueError;
 * :meth:`match` returns None or values that rebuild the URI exactly when put back into the
-  template, each non-empty, a ``{var}`` value never holding ``/``;
+  template, each non-empty, a ``{var}`` value never holding ``/``. A name used more than once
+  (with one operator or several) has one value, as in RFC 6570 expansion, so that value must
+  fit every place: a name used as ``{d}`` and ``{#d}`` never holds ``/`` either;
 * a URI expanded from the template with values it can tell apart (no literal of the template
   inside them) matches, with those values;
 * matching takes linear time: a long URI made to defeat a backtracking matcher is checked
@@ -38,7 +40,7 @@ def _check(template: UriTemplate, uri: str) -> None:
         value = values.get(name)
         if not value or (not reserved and "/" in value):
             raise Finding(f"{template.template!r} matched {uri!r} with {name}={value!r}")
-    if len(set(template.names)) == len(template.names) and _expand(template, values) != uri:
+    if _expand(template, values) != uri:
         raise Finding(f"{template.template!r} matched {uri!r} with {values!r}, which rebuild another URI")
 
 
@@ -51,13 +53,14 @@ def one_input(data: bytes) -> None:
     _check(template, uri)
     _check(template, (uri * (20_000 // max(len(uri), 1) + 1))[:20_000])
     names = template.names
-    if not names or len(set(names)) != len(names) or not value:
+    if not names or not value:
         return
     literals = [lit for lit in template.literals if lit]
     if any(lit in value for lit in literals) or any(value in lit for lit in literals):
         return
     plain = value.replace("/", "_")
-    values = {name: (value if reserved else plain) for name, reserved in template.variables}
+    simple = {name for name, reserved in template.variables if not reserved}
+    values = {name: (plain if name in simple else value) for name in names}
     # A value may end as the next literal starts ("a" then literal "ab"): left-to-right matching
     # reads the literal's first occurrence, as documented; only unambiguous values are checked.
     expanded = _expand(template, values)

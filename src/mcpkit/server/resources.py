@@ -58,12 +58,14 @@ _EXPR = re.compile(r"\{([+#]?)([A-Za-z0-9_]+)\}")
 
 
 class UriTemplate:
-    """An RFC 6570 level-2 template (``{var}`` and ``{+var}``) and its matcher.
+    """An RFC 6570 level-2 template (``{var}``, ``{+var}``, ``{#var}``) and its matcher.
 
     Matching walks the URI once, left to right: each variable runs up to the
     next literal's first occurrence, so a crafted URI cannot make it backtrack
     (a regex with adjacent groups can go exponential). ``{var}`` never spans a
-    ``/``; ``{+var}`` may.
+    ``/``; ``{+var}`` and ``{#var}`` may, and ``{#var}`` starts with ``#``.
+    A variable named more than once must match the same text at each place.
+    Values are the URI's text as it stands (not percent-decoded).
     """
 
     def __init__(self, template: str) -> None:
@@ -72,7 +74,9 @@ class UriTemplate:
         self.variables: list[tuple[str, bool]] = []  # (name, may contain "/")
         pos = 0
         for m in _EXPR.finditer(template):
-            self.literals.append(template[pos : m.start()])
+            # RFC 6570 3.2.4: fragment expansion writes "#" before the value; as the matcher
+            # requires every variable, that "#" is always there: part of the literal before it.
+            self.literals.append(template[pos : m.start()] + ("#" if m.group(1) == "#" else ""))
             self.variables.append((m.group(2), m.group(1) != ""))
             pos = m.end()
         self.literals.append(template[pos:])
@@ -108,7 +112,12 @@ class UriTemplate:
             value = uri[pos:end]
             if not value or (not reserved and "/" in value):
                 return None
-            values[name] = value
+            # RFC 6570 expands a template from one value per variable, so every place a name
+            # appears holds the same value: a URI whose places differ is not the expansion of
+            # any values (keeping one would read a resource for a URI that says otherwise).
+            # Each comparison reads its own stretch of the URI: matching stays linear.
+            if values.setdefault(name, value) != value:
+                return None
             pos = end + len(literal)
         if not self.variables and uri != first:
             return None
