@@ -5,7 +5,11 @@ Everything here comes from the (possibly hostile) server. Invariants:
 * :func:`parse_www_authenticate` and :func:`bearer_challenge` never raise, and take linear time;
 * a challenge written by mcpkit's server side (:func:`mcpkit.auth.server.challenge.bearer_challenge`)
   holds no CR, LF or other control character whatever its inputs, and reads back to the same
-  ``resource_metadata``, ``error`` and ``scope`` for header-safe values;
+  ``resource_metadata``, ``error`` and ``scope`` for header-safe values; any other
+  ``resource_metadata`` reads back with its control and non-ASCII characters percent-encoded
+  (never dropped: that would name another URL);
+* the PRM URLs the client would fetch hold no character a URI cannot (a ``resource_metadata``
+  that has one is ignored, not silently altered by ``urljoin``);
 * the metadata parsers return a document or raise :class:`DiscoveryError` only;
 * the discovery URLs built from a server's ``resource_metadata``, and from an issuer the URL
   policy let through, are a list; resource matching answers True or False.
@@ -37,13 +41,26 @@ from ._harness import Finding, Target, corpus_of, fields, joined, json_values, t
 
 SERVER_URL = "https://mcp.example.com/mcp"
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
-_SAFE = re.compile(r"^[\x20-\x7e]*$")
+# Used with fullmatch: "$" also matches before a final newline, which let "ou\n" pass as
+# header-safe and expect it back verbatim (the finding regress-newline-url).
+_SAFE = re.compile(r"[\x20-\x7e]*")
+_NOT_URI = re.compile(r'[^\x21-\x7e]|["<>\\^`{|}]')
 _POLICY = UrlPolicy(allow_loopback=True, allow_private=True, allow_insecure_http=True, resolve=False)
 
 
 def _check_header(value: str) -> None:
     parse_www_authenticate([value])
     bearer_challenge([value, value])
+
+
+def _percent_encoded(url: str) -> str:
+    """``url`` as the writer must put it in a header: non-printable-ASCII characters as UTF-8 %XX."""
+    return "".join(
+        ch
+        if " " <= ch <= "~"
+        else "".join(f"%{b:02X}" for b in ("\ufffd" if "\ud800" <= ch <= "\udfff" else ch).encode())
+        for ch in url
+    )
 
 
 def _check_round_trip(url: str, text: str) -> None:
@@ -54,11 +71,11 @@ def _check_round_trip(url: str, text: str) -> None:
     read = bearer_challenge([header])
     if read is None:
         raise Finding(f"a written challenge does not read back: {header!r}")
-    if _SAFE.match(url) and read.resource_metadata != url:
+    if read.resource_metadata != _percent_encoded(url):
         raise Finding(f"resource_metadata {url!r} read back as {read.resource_metadata!r}")
-    if _SAFE.match(text) and read.error != text:
+    if _SAFE.fullmatch(text) and read.error != text:
         raise Finding(f"error {text!r} read back as {read.error!r}")
-    if _SAFE.match(text) and sorted(set(read.scope or [])) != sorted(set(scopes)):
+    if _SAFE.fullmatch(text) and sorted(set(read.scope or [])) != sorted(set(scopes)):
         raise Finding(f"scope {scopes!r} read back as {read.scope!r}")
 
 
@@ -75,9 +92,12 @@ def _check_metadata(doc: Any, url: str) -> None:
 
 def _check_urls(url: str) -> None:
     try:
-        protected_resource_metadata_urls(SERVER_URL, url)
+        candidates = protected_resource_metadata_urls(SERVER_URL, url)
     except DiscoveryError:
-        pass
+        candidates = []
+    for candidate in candidates:
+        if _NOT_URI.search(candidate):
+            raise Finding(f"resource_metadata {url!r} made the client fetch {candidate!r}")
     if resource_matches(url, SERVER_URL) not in (True, False):
         raise Finding("resource_matches answered neither True nor False")
 

@@ -191,3 +191,21 @@ def test_prm_urls_ignore_a_header_url_that_is_not_a_url(header_url: str) -> None
         "https://example.com/.well-known/oauth-protected-resource/mcp",
         "https://example.com/.well-known/oauth-protected-resource",
     ]
+
+
+@pytest.mark.parametrize(
+    "header_url",
+    [
+        "https://example.com/custom\t/prm.json",  # HTAB is legal in a quoted-string (RFC 9110)
+        "https://example.com/custom/prm.json\n",
+        "https://exämple.com/custom/prm.json",
+        "https://example.com/custom prm.json",
+        "https://example.com/custom/<prm>.json",
+    ],
+)
+def test_prm_urls_ignore_a_header_url_with_characters_no_uri_has(header_url: str) -> None:
+    # urljoin would drop the tab or newline and fetch a URL the server never named.
+    assert protected_resource_metadata_urls("https://example.com/mcp", header_url) == [
+        "https://example.com/.well-known/oauth-protected-resource/mcp",
+        "https://example.com/.well-known/oauth-protected-resource",
+    ]

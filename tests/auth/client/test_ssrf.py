@@ -156,6 +156,19 @@ async def test_dangerous_endpoints_refused_before_use(field: str, value: str) ->
     assert [r.url.path for r in net.seen][-1] == "/.well-known/oauth-authorization-server"
 
 
+async def test_resource_metadata_with_a_tab_is_ignored_not_rewritten() -> None:
+    # The tab reaches the client (RFC 9110 section 5.6.4 allows it in a quoted-string);
+    # urljoin would have dropped it and fetched /custom/prm.json, which the server never named.
+    net = protected(header="https://mcp.example.com/custom\t/prm.json")
+    with pytest.raises(DiscoveryError, match="no protected resource metadata"):
+        await run(net, OAuthClientAuth(MCP))
+    assert [str(r.url) for r in net.seen] == [
+        MCP,
+        PRM,
+        "https://mcp.example.com/.well-known/oauth-protected-resource",
+    ]
+
+
 async def test_redirects_are_vetted_hop_by_hop() -> None:
     net = protected(header=PRM)
     net.routes[f"GET {PRM}"] = httpx.Response(302, headers={"location": "http://169.254.169.254/latest/"})

@@ -195,6 +195,22 @@ def test_configuration_is_checked(options: dict[str, Any]) -> None:
         BearerAuthenticator(StubVerifier(), **options)
 
 
+@pytest.mark.parametrize(
+    "issuer",
+    [
+        "https://as.example.com/\n",  # urlsplit drops the newline, so the https check alone passed it
+        "https://as.example.com/t\tenant",
+        "https://as.exämple.com",
+        "https://as.example.com/a b",
+        "https://as.example.com/<x>",
+    ],
+)
+def test_issuer_with_characters_no_url_has_is_refused(issuer: str) -> None:
+    # It is published as is and clients compare it exactly (RFC 8414 section 3.3).
+    with pytest.raises(ValueError, match="RFC 3986"):
+        BearerAuthenticator(StubVerifier(), authorization_servers=[issuer])
+
+
 async def test_aclose_reaches_the_verifier() -> None:
     verifier = StubVerifier()
     await BearerAuthenticator(verifier).aclose()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from rs_support import challenge_params
 
+from mcpkit.auth.client.challenge import bearer_challenge as read_challenge
 from mcpkit.auth.server import TokenVerificationError, bearer_challenge, metadata_url, parse_bearer
 from mcpkit.auth.server.challenge import canonical_uri, check_scope_token
 from mcpkit.auth.server.verifier import (
@@ -99,6 +100,32 @@ def test_challenge_values_cannot_break_the_header() -> None:
     # RFC 6750 section 3: no quote or backslash inside error_description at all.
     assert params["error_description"] == "bad 'token'/ Set-Cookie: x=1 ncode"
     assert all(0x20 <= ord(ch) < 0x7F for ch in header)
+
+
+@pytest.mark.parametrize(
+    ("url", "written"),
+    [
+        ("https://h/ou\n", "https://h/ou%0A"),  # found by fuzz/oauth.py
+        ("https://h/a\r\nSet-Cookie: x=1", "https://h/a%0D%0ASet-Cookie: x=1"),
+        ("https://h/\x00\x7f\t", "https://h/%00%7F%09"),
+        # Dropping the character would have sent clients to another host, exmple.com.
+        ("https://exämple.com/mcp", "https://ex%C3%A4mple.com/mcp"),
+        ("https://h/\ud800", "https://h/%EF%BF%BD"),  # UTF-8 has no lone surrogates: U+FFFD
+    ],
+)
+def test_resource_metadata_is_percent_encoded_not_shortened(url: str, written: str) -> None:
+    header = bearer_challenge(resource_metadata=url, error="invalid_token")
+    assert header == f'Bearer error="invalid_token", resource_metadata="{written}"'
+    read = read_challenge([header])
+    assert read is not None and read.resource_metadata == written
+
+
+def test_resource_metadata_in_printable_ascii_reads_back_unchanged() -> None:
+    url = 'https://h/a"b\\c d%0A'
+    header = bearer_challenge(resource_metadata=url)
+    assert header == 'Bearer resource_metadata="https://h/a\\"b\\\\c d%0A"'
+    read = read_challenge([header])
+    assert read is not None and read.resource_metadata == url
 
 
 def test_scope_tokens_are_checked() -> None:

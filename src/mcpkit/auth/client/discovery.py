@@ -17,6 +17,7 @@ exactly the issuer string the resource named.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import SplitResult, urljoin, urlsplit
 
 import httpx
@@ -33,6 +34,8 @@ __all__ = [
 _PRM_SUFFIX = "/.well-known/oauth-protected-resource"
 _OAUTH_SUFFIX = "/.well-known/oauth-authorization-server"
 _OIDC_SUFFIX = "/.well-known/openid-configuration"
+#: RFC 3986 section 2: what a URI never holds raw (controls, whitespace, non-ASCII, "<>\\^`{|}).
+_NOT_URI = re.compile(r'[^\x21-\x7e]|["<>\\^`{|}]')
 
 
 def _dedupe(urls: list[str]) -> list[str]:
@@ -55,9 +58,12 @@ def protected_resource_metadata_urls(server_url: str, header_url: str | None = N
     if header_url:
         # RFC 9728 §5.1 gives an absolute URL; resolve defensively against the request URL.
         # One that is not a URL at all ("http://[", found by fuzzing) is ignored: the
-        # well-known locations below are tried, as when the header names none.
+        # well-known locations below are tried, as when the header names none. So is one
+        # holding characters no URI has (a tab is legal in a quoted-string, RFC 9110 §5.6.4):
+        # urljoin would silently drop tabs and newlines and fetch a URL the server never named.
         try:
-            urls.append(urljoin(server_url, header_url))
+            if not _NOT_URI.search(header_url):
+                urls.append(urljoin(server_url, header_url))
         except ValueError:
             pass
     path = parts.path.rstrip("/")  # RFC 9728 §3.1: a terminating slash is removed first

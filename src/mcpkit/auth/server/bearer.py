@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +27,8 @@ __all__ = ["BearerAuthenticator"]
 logger = logging.getLogger("mcpkit.auth.server")
 
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+#: RFC 3986 section 2: what a URI never holds raw (controls, whitespace, non-ASCII, "<>\\^`{|}).
+_NOT_URI = re.compile(r'[^\x21-\x7e]|["<>\\^`{|}]')
 
 
 class BearerAuthenticator:
@@ -179,8 +182,12 @@ def _check_scopes(scopes: Iterable[str]) -> list[str]:
 def _check_issuer(url: str) -> str:
     """RFC 8414 section 2: an issuer is an https URL without query or fragment.
 
-    Plain http is tolerated for loopback hosts only (local development).
+    Plain http is tolerated for loopback hosts only (local development). An issuer
+    must be a URI as written: ``urlsplit`` would quietly drop a tab or newline, but
+    the issuer is published as is and clients compare it exactly (RFC 8414 section 3.3).
     """
+    if _NOT_URI.search(url):
+        raise ValueError(f"authorization server {url!r} holds characters a URL cannot (RFC 3986 section 2)")
     parts = urlsplit(url)
     loopback = (parts.hostname or "") in _LOOPBACK
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):

@@ -32,6 +32,7 @@ _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 #: RFC 6750 section 3: error_description is %x20-21 / %x23-5B / %x5D-7E (no quote, no backslash).
 _NOT_DESCRIPTION = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 _CONTROL = re.compile(r"[^\x20-\x7e]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 #: Longer than any real access token; bounds the work a hostile header can cause.
@@ -119,7 +120,9 @@ def bearer_challenge(
 
     Every value is a quoted-string. Values are made safe for a header whatever
     they contain (no CR/LF injection, no broken quoting): descriptions lose the
-    characters RFC 6750 forbids in them, anything else is backslash-escaped.
+    characters RFC 6750 forbids in them, ``resource_metadata`` has its control
+    and non-ASCII characters percent-encoded, the other values lose them, and
+    quotes and backslashes are backslash-escaped.
     """
     params: list[str] = []
     if realm is not None:
@@ -132,7 +135,7 @@ def bearer_challenge(
     if scopes:
         params.append(f"scope={_quote(scopes)}")
     if resource_metadata is not None:
-        params.append(f"resource_metadata={_quote(resource_metadata)}")
+        params.append(f"resource_metadata={_quote(_escape_url(resource_metadata))}")
     return "Bearer " + ", ".join(params) if params else "Bearer"
 
 
@@ -140,6 +143,21 @@ def _quote(value: str) -> str:
     """An RFC 9110 section 5.6.4 quoted-string (controls and non-ASCII dropped)."""
     value = _CONTROL.sub("", value)
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _escape_url(url: str) -> str:
+    """``url`` with every character a header cannot hold percent-encoded as UTF-8.
+
+    Dropping them, as :func:`_quote` does, would name another URL: ``https://exämple.com``
+    would send clients to ``https://exmple.com``. Encoding keeps the same resource (the
+    IRI-to-URI mapping of RFC 3987 section 3.1; WHATWG URL encodes C0 controls in a path
+    the same way) or, in a host, one no client resolves. Lone surrogates become U+FFFD
+    first, as in WHATWG URL, since UTF-8 cannot encode them.
+    """
+    if not _CONTROL.search(url):
+        return url
+    url = _SURROGATE.sub("\ufffd", url)
+    return _CONTROL.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode()), url)
 
 
 def _clean_description(description: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,9 @@ from ...protocol.auth import Authenticator
 from .sessions import InMemorySessionStore, SessionStore
 
 __all__ = ["HTTPSettings"]
+
+#: RFC 3986 section 2: what a URI never holds raw (controls, whitespace, non-ASCII, "<>\\^`{|}).
+_NOT_URI = re.compile(r'[^\x21-\x7e]|["<>\\^`{|}]')
 
 
 @dataclass
@@ -58,6 +62,7 @@ class HTTPSettings:
     #: then needs a valid bearer token, and the protected-resource metadata is served.
     auth: Authenticator | None = None
     #: The canonical URL of the endpoint, tokens' audience; by default from the request.
+    #: A URI as written (ASCII, no whitespace or controls: ValueError otherwise).
     resource_url: str | None = None
     #: Share legacy sessions, resumable streams and notifications with every other
     #: worker through this Redis (``MCPKIT_REDIS_URL``); None keeps them in memory.
@@ -69,3 +74,14 @@ class HTTPSettings:
     #: Events waiting to be written to Redis before the worker refuses new
     #: requests (503) until Redis catches up; ten times that, events are dropped.
     redis_max_backlog: int = 5_000
+
+    def __post_init__(self) -> None:
+        if self.resource_url is not None and _NOT_URI.search(self.resource_url):
+            # The resource_metadata URL of every challenge is built from it (RFC 9728 section
+            # 5.1): a header cannot carry such characters, and the metadata's "resource" must
+            # be the very URL clients connect to (RFC 9728 section 3.3). Say so at startup
+            # rather than publish a URL that differs from the configured one.
+            raise ValueError(
+                f"resource_url {self.resource_url!r} holds characters a URL cannot (RFC 3986 "
+                "section 2): percent-encode them"
+            )
