@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
+import msgspec.inspect
 
+from ._integral import ints_for_integral_floats
 from .docstrings import split_docstring, unwrap
 
 __all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "raw_signature", "split_docstring"]
@@ -58,7 +60,8 @@ class FunctionSignature:
         are ignored silently rather than rejected, because several MCP clients send extra keys
         (e.g. progress tokens or UI state); a client can never inject the context parameter this
         way.  Omitted optional parameters are filled with their defaults.  Strings are never
-        coerced to numbers; JSON integers are accepted for ``float`` parameters.
+        coerced to numbers; JSON integers are accepted for ``float`` parameters, and numbers with a
+        zero fractional part (``2.0``, an integer to JSON Schema) for ``int`` ones.
 
         Raises:
             ArgumentError: the arguments do not match the signature.
@@ -280,7 +283,16 @@ def _make_binder(name: str, params: list[_Param]) -> Callable[[Mapping[str, Any]
         try:
             out: dict[str, Any] = asdict(convert(arguments, args_types[0], strict=True))
         except validation_error as exc:
-            raise _argument_error(str(exc), arguments, required) from exc
+            # 1.0 is an integer to JSON Schema, so to the inputSchema; see _integral (error path only)
+            if len(args_types) == 1:
+                args_types.append(msgspec.inspect.type_info(args_types[0]))
+            fixed = ints_for_integral_floats(arguments, args_types[1])
+            if fixed is arguments:
+                raise _argument_error(str(exc), arguments, required) from exc
+            try:
+                out = asdict(convert(fixed, args_types[0], strict=True))
+            except validation_error as exc2:
+                raise _argument_error(str(exc2), arguments, required) from exc2
         for pname, validate in post:
             if pname in arguments:  # defaults are trusted, like in a plain Python call
                 try:
