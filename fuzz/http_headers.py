@@ -5,10 +5,12 @@ Invariants:
 * :func:`decode_header_value` returns text or raises ValueError; nothing else;
 * :func:`encode_header_value` writes a value a header can carry (visible ASCII, no CR/LF,
   never a false sentinel) that decodes back to the same text, for any text UTF-8 can hold;
-* headers built the way a client mirrors a request (``Mcp-Method``, ``Mcp-Name``,
-  ``Mcp-Param-*`` from the tool's ``x-mcp-header`` properties) always pass
-  :func:`validate_modern_headers`; any other headers pass or raise :class:`MCPError` with
-  -32602 (missing ``_meta``) or the header-mismatch code, never anything else;
+* headers :func:`mirror_headers` builds, as the client does (``Mcp-Method``, ``Mcp-Name``,
+  ``Mcp-Param-*`` from the tool's ``x-mcp-header`` properties), always pass
+  :func:`validate_modern_headers`; it refuses (ValueError) only a method no header can
+  carry (``Mcp-Method`` has no Base64 form), and the server refuses such a method however
+  it arrives; any other headers pass or raise :class:`MCPError` with -32602 (missing
+  ``_meta``) or the header-mismatch code, never anything else;
 * :func:`invalid_x_mcp_headers` and :func:`header_params` take any schema without raising.
 
 Input layout: fields = a header value, a text to encode, a JSON body ``{method, params,
@@ -37,7 +39,10 @@ _TARGET_KEYS = {
     "tasks/update": "taskId",
     "tasks/cancel": "taskId",
 }
-_HEADER_SAFE = re.compile(r"^[\x20-\x7e\t]*$")
+# \Z: $ would also match before a final "\n" and let "x\n" pass as header-safe.
+_HEADER_SAFE = re.compile(r"^[\x20-\x7e\t]*\Z")
+# RFC 9110 5.5 field value with no surrounding OWS: all Mcp-Method can carry.
+_PLAIN = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?\Z")
 _META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
@@ -64,22 +69,6 @@ def _check_codec(value: str, text: str) -> None:
         raise Finding(f"header round trip changed {text!r} into {back!r}")
 
 
-def _mirrored(
-    method: str, target: str | None, arguments: Any, params: dict[str, tuple[str, ...]]
-) -> dict[str, str]:
-    headers = {h.PROTOCOL_VERSION: "2026-07-28", h.METHOD: method}
-    if target is not None:
-        headers[h.NAME] = h.encode_header_value(target)
-    for name, path in params.items():
-        value: Any = arguments
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        text = h.header_text(value)
-        if text is not None:
-            headers[h.PARAM_PREFIX + name] = h.encode_header_value(text)
-    return headers
-
-
 def _check_validation(body: Any, extra: str) -> None:
     if not isinstance(body, dict):
         return
@@ -104,14 +93,36 @@ def _check_validation(body: Any, extra: str) -> None:
         json.dumps(arguments).encode("utf-8")
     except UnicodeEncodeError:
         return
-    headers = _mirrored(method, target, arguments, tool_headers or {})
-    if meta is _META:
-        try:
-            h.validate_modern_headers(headers, method, meta, target, arguments, tool_headers)
-        except MCPError as exc:
-            raise Finding(
-                f"headers mirrored from the body were refused: {exc.message}; {headers!r} {body!r}"
-            ) from None
+    try:
+        headers = h.mirror_headers("2026-07-28", method, params, tool_headers)
+    except ValueError as exc:
+        if _PLAIN.match(method):
+            raise Finding(f"mirror_headers refused a header-safe method {method!r}: {exc}") from None
+        # Mcp-Method has no Base64 form (streamable-http "Value Encoding") and HTTP strips
+        # a value's surrounding whitespace (RFC 9110 5.5): the client refuses to send this
+        # body. Whatever a careless client sends instead must be refused, never accepted.
+        headers = {h.PROTOCOL_VERSION: "2026-07-28"}
+        if target is not None:
+            headers[h.NAME] = h.encode_header_value(target)
+        for sent in (method, method.strip(" \t")):
+            try:
+                h.validate_modern_headers(
+                    {**headers, h.METHOD: sent}, method, _META, target, arguments, tool_headers
+                )
+            except MCPError as refused:
+                if refused.code != HEADER_MISMATCH:
+                    raise Finding(f"method {method!r} refused with {refused.code}") from None
+            else:
+                raise Finding(f"body method {method!r} accepted with Mcp-Method {sent!r}")
+        headers[h.METHOD] = method
+    else:
+        if meta is _META:
+            try:
+                h.validate_modern_headers(headers, method, meta, target, arguments, tool_headers)
+            except MCPError as exc:
+                raise Finding(
+                    f"headers mirrored from the body were refused: {exc.message}; {headers!r} {body!r}"
+                ) from None
     for line in extra.splitlines():
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value

@@ -4,12 +4,16 @@ resumption and header mirroring, against mcpkit's own server (real sockets)."""
 from __future__ import annotations
 
 import asyncio
+import json
 
+import httpx
 import pytest
 
 from mcpkit import Client, Context, MCPError, MCPServer
 from mcpkit.protocol import types as t
+from mcpkit.protocol.errors import HTTP_TRANSPORT_ERROR
 from mcpkit.testing import serve_http
+from mcpkit.transports.http_client import StreamableHTTPChannel
 
 
 def build() -> MCPServer:
@@ -106,6 +110,58 @@ async def test_modern_custom_headers_are_mirrored_and_checked() -> None:
         for region in ("eu-west", "Zürich", " padded ", "=?base64?x?="):
             result = await client.call_tool("regional", {"region": region, "query": "q"})
             assert result.content[0].text == f"{region}:q"  # type: ignore[union-attr]
+
+
+async def test_modern_request_no_header_can_mirror_is_refused_before_sending() -> None:
+    # Mcp-Method has no Base64 form (2026-07-28 streamable-http "Value Encoding") and
+    # HTTP strips surrounding whitespace (RFC 9110 5.5): " resources/read" cannot be
+    # mirrored, so the channel answers the request itself and sends nothing.
+    sent: list[httpx.Request] = []
+    arrived = asyncio.Event()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        arrived.set()
+        return httpx.Response(202)
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    channel = StreamableHTTPChannel("http://mcp.test/mcp", http=http)
+    try:
+        for rid, method in enumerate([" resources/read", "é", "a\x1cb", "tools/list\n"]):
+            body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": {"uri": "x:/", "_meta": meta}}
+            channel.write(json.dumps(body).encode())
+            answer = await asyncio.wait_for(channel.read(), 5)
+            assert answer is not None
+            error = json.loads(answer[0])  # type: ignore[arg-type]
+            assert error["id"] == rid and error["error"]["code"] == HTTP_TRANSPORT_ERROR
+            assert "mcp-method header" in error["error"]["message"]
+        assert sent == []
+        channel.write(json.dumps({"jsonrpc": "2.0", "method": " x", "params": {"_meta": meta}}).encode())
+        ok = {
+            "jsonrpc": "2.0",
+            "id": 9,
+            "method": "resources/read",
+            "params": {"uri": "file:///ä", "_meta": meta},
+        }
+        channel.write(json.dumps(ok).encode())
+        await asyncio.wait_for(arrived.wait(), 5)
+        assert [(r.headers["mcp-method"], r.headers["mcp-name"]) for r in sent] == [
+            ("resources/read", "=?base64?ZmlsZTovLy/DpA==?=")
+        ]
+    finally:
+        await channel.close()
+        await http.aclose()
+
+
+async def test_modern_client_gets_an_answer_for_a_method_no_header_can_carry() -> None:
+    # A non-ASCII method used to raise out of the POST task: the caller waited forever.
+    async with serve_http(build()) as url, Client(url, protocol="modern") as client:
+        for method in ("é", " resources/read"):
+            with pytest.raises(MCPError) as info:
+                await asyncio.wait_for(client._call(method, {"uri": "data://a"}, t.ReadResourceResult), 10)
+            assert info.value.code == HTTP_TRANSPORT_ERROR and "mcp-method header" in info.value.message
+        assert (await client.read_resource("data://abc")).contents[0].text == "ABC"  # type: ignore[union-attr]
 
 
 async def test_modern_elicitation_round_trip_over_http() -> None:

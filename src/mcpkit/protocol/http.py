@@ -37,6 +37,7 @@ __all__ = [
     "error_headers",
     "header_params",
     "invalid_x_mcp_headers",
+    "mirror_headers",
     "status_for_error",
     "validate_modern_headers",
 ]
@@ -48,12 +49,18 @@ NAME: Final = "mcp-name"
 PARAM_PREFIX: Final = "mcp-param-"
 LAST_EVENT_ID: Final = "last-event-id"
 
-_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=$", re.DOTALL)
+# \Z, not $: $ also matches before a final "\n", which let "x\n" pass as a plain
+# value (sent raw instead of Base64) and "Region\n" as a header name.
+_SENTINEL = re.compile(r"^=\?base64\?(.*)\?=\Z", re.DOTALL)
 # RFC 9110 field values: visible ASCII, space and tab; leading/trailing space not kept.
-_PLAIN = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?$")
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}$")
+_PLAIN = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?\Z")
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]*={0,2}\Z")
 _SAFE_INT = 2**53 - 1
+#: RFC 9110 5.5: what a recipient strips around a field value (OWS: space and tab only).
+#: str.strip() would also drop \x1c-\x1f, \x85 and \xa0, which an HTTP parser delivers
+#: (h11 takes them as obs-text), making "tools/call\x85" pass for "tools/call".
+_OWS = " \t"
 
 
 def decode_header_value(value: str) -> str:
@@ -80,6 +87,41 @@ def encode_header_value(value: str) -> str:
     if (value == "" or _PLAIN.match(value)) and not _SENTINEL.match(value):
         return value
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def mirror_headers(
+    version: str,
+    method: str,
+    params: Mapping[str, Any],
+    tool_headers: Mapping[str, tuple[str, ...]] | None = None,
+) -> dict[str, str]:
+    """The headers a 2026-07-28 POST mirrors from its body (streamable-http "Standard
+    Request Headers" and "Client Behavior"): ``MCP-Protocol-Version``, ``Mcp-Method``,
+    ``Mcp-Name`` and, for ``tools/call``, the ``Mcp-Param-*`` of ``tool_headers``
+    (from :func:`header_params` on the tool's input schema).
+
+    Raises ValueError when the body cannot be mirrored, so a client refuses to send it
+    rather than send what the server must refuse: ``Mcp-Method`` and
+    ``MCP-Protocol-Version`` have no Base64 form (streamable-http "Value Encoding"
+    covers ``Mcp-Name`` and ``Mcp-Param-*`` only), so a method or version that is
+    empty, non-ASCII, holds control characters, or has surrounding whitespace (which
+    HTTP strips, RFC 9110 5.5) cannot be carried; nor can a lone surrogate anywhere.
+    """
+    for header, value in ((PROTOCOL_VERSION, version), (METHOD, method)):
+        if not _PLAIN.match(value):
+            raise ValueError(f"{value!r} cannot be sent as the {header} header (RFC 9110 field value)")
+    headers = {PROTOCOL_VERSION: version, METHOD: method}
+    key = NAME_SOURCES.get(method)
+    target = params.get(key) if key is not None else None
+    if isinstance(target, str):
+        headers[NAME] = encode_header_value(target)
+    if method == "tools/call" and tool_headers:
+        arguments = params.get("arguments")
+        for name, path in tool_headers.items():
+            text = header_text(_at(arguments, path))
+            if text is not None:
+                headers[PARAM_PREFIX + name] = encode_header_value(text)
+    return headers
 
 
 def header_text(value: Any) -> str | None:
@@ -174,9 +216,17 @@ def _at(arguments: Any, path: tuple[str, ...]) -> Any:
     return arguments
 
 
-_NAMED_METHODS = frozenset(
-    {"tools/call", "prompts/get", "resources/read", "tasks/get", "tasks/update", "tasks/cancel"}
-)
+#: The body param ``Mcp-Name`` mirrors, by method (streamable-http "Standard Request
+#: Headers"); tasks/* carry the task id, so intermediaries can route them to the
+#: instance holding the task (SEP-2663 "Streamable HTTP: Routing Headers").
+NAME_SOURCES: Final[Mapping[str, str]] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def validate_modern_headers(
@@ -202,20 +252,27 @@ def validate_modern_headers(
     version = headers.get(PROTOCOL_VERSION)
     if version is None:
         raise _mismatch("the MCP-Protocol-Version header is required")
-    if version.strip() != meta["io.modelcontextprotocol/protocolVersion"]:
+    if version.strip(_OWS) != meta["io.modelcontextprotocol/protocolVersion"]:
         raise _mismatch("MCP-Protocol-Version header does not match _meta protocolVersion")
     sent_method = headers.get(METHOD)
     if sent_method is None:
         raise _mismatch("the Mcp-Method header is required")
-    if sent_method.strip() != method:
-        raise _mismatch(f"Mcp-Method header {sent_method.strip()!r} does not match body method {method!r}")
-    # tasks/*: Mcp-Name carries params.taskId (SEP-2663 "Streamable HTTP: Routing Headers").
-    if method in _NAMED_METHODS:
+    sent_method = sent_method.strip(_OWS)
+    if not _PLAIN.match(sent_method):
+        # streamable-http "Server Validation": a header value with invalid characters fails.
+        raise _mismatch(f"Mcp-Method header {sent_method!r} holds invalid characters")
+    if sent_method != method:
+        if not _PLAIN.match(method):
+            # No header can carry this method (no Base64 form for Mcp-Method; HTTP
+            # strips surrounding whitespace, RFC 9110 5.5): say so, not just "differs".
+            raise _mismatch(f"body method {method!r} cannot be carried in the Mcp-Method header")
+        raise _mismatch(f"Mcp-Method header {sent_method!r} does not match body method {method!r}")
+    if method in NAME_SOURCES:
         sent_name = headers.get(NAME)
         if sent_name is None:
             raise _mismatch("the Mcp-Name header is required for " + method)
         try:
-            name = decode_header_value(sent_name.strip())
+            name = decode_header_value(sent_name.strip(_OWS))
         except ValueError as exc:
             raise _mismatch(f"Mcp-Name header: {exc}") from None
         if name != target:
@@ -235,7 +292,7 @@ def _validate_params(
                 raise _mismatch(f"the Mcp-Param-{name} header is required (its argument is present)")
             continue
         try:
-            value = decode_header_value(sent.strip())
+            value = decode_header_value(sent.strip(_OWS))
         except ValueError as exc:
             raise _mismatch(f"Mcp-Param-{name} header: {exc}") from None
         if expected is None or not _same(value, expected, _at(arguments, path)):

@@ -80,18 +80,6 @@ class _Reply(msgspec.Struct):
 
 _reply = msgspec.json.Decoder(_Reply)
 
-#: Methods whose Mcp-Name header mirrors a param, and which param: 2026-07-28
-#: streamable-http "Standard Request Headers"; tasks/* carry the task id, so
-#: intermediaries can route them to the instance holding the task (SEP-2663
-#: "Streamable HTTP: Routing Headers").
-_NAMED = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 _encoder = msgspec.json.Encoder()
 
 
@@ -261,6 +249,7 @@ class StreamableHTTPChannel(_ChannelBase):
     # -- POST ----------------------------------------------------------------
 
     def _headers_for(self, message: _Envelope) -> dict[str, str]:
+        """The POST's headers; ValueError when a modern body has no header form."""
         headers = {
             "content-type": "application/json",
             "accept": "application/json, text/event-stream",
@@ -272,7 +261,11 @@ class StreamableHTTPChannel(_ChannelBase):
         )
         if isinstance(modern_version, str):
             headers["mcp-protocol-version"] = modern_version
-            self._mirror(message, headers)
+            if not isinstance(message.method, msgspec.UnsetType):
+                params = message.params if isinstance(message.params, dict) else {}
+                tool = params.get("name") if message.method == "tools/call" else None
+                tool_headers = self.tool_headers.get(tool) if isinstance(tool, str) else None
+                headers.update(h.mirror_headers(modern_version, message.method, params, tool_headers))
         else:
             if self.protocol_version is not None:
                 headers["mcp-protocol-version"] = self.protocol_version
@@ -280,30 +273,22 @@ class StreamableHTTPChannel(_ChannelBase):
                 headers["mcp-session-id"] = self.session_id
         return headers
 
-    def _mirror(self, message: _Envelope, headers: dict[str, str]) -> None:
-        """2026-07-28 streamable-http "Standard Request Headers" and custom ones."""
-        if isinstance(message.method, msgspec.UnsetType):
-            return
-        headers["mcp-method"] = message.method
-        params = message.params if isinstance(message.params, dict) else {}
-        target = params.get(_NAMED.get(message.method, "name"))
-        if message.method in _NAMED and isinstance(target, str):
-            headers["mcp-name"] = h.encode_header_value(target)
-        if message.method == "tools/call" and isinstance(target, str):
-            arguments = params.get("arguments")
-            for name, path in self.tool_headers.get(target, {}).items():
-                value: Any = arguments
-                for key in path:
-                    value = value.get(key) if isinstance(value, dict) else None
-                text = h.header_text(value)
-                if text is not None:
-                    headers[h.PARAM_PREFIX + name] = h.encode_header_value(text)
-
     async def _post(self, data: bytes, attempt: int = 0) -> None:
         message = _envelope.decode(data)
         request_id = _request_id(message)
         is_request = request_id is not None
-        headers = self._headers_for(message)
+        try:
+            headers = self._headers_for(message)
+        except ValueError as exc:
+            # 2026-07-28: the headers must mirror the body, and this body has no header
+            # form (e.g. a method with surrounding spaces): refuse here, under the
+            # request's id, rather than send what the server must refuse or what the
+            # HTTP library chokes on (non-ASCII raised out of this task, and the
+            # caller waited for an answer that never came).
+            logger.warning("not sending a message to %s: %s", self.url, exc)
+            if is_request:
+                self._push(_transport_error(request_id, None, f"cannot send over Streamable HTTP: {exc}"))
+            return
         modern = "mcp-method" in headers
         try:
             async with self.http.stream("POST", self.url, content=data, headers=headers) as response:
