@@ -59,6 +59,13 @@ def one_input(data: bytes) -> None:
     if any(lit in value for lit in literals) or any(value in lit for lit in literals):
         return
     plain = value.replace("/", "_")
+    # A name used twice must read the same text at both places, so one value read short (its
+    # end starts the next literal: "xZ" then literal "ZZ") fails the whole match instead of
+    # giving another split: such values are ambiguous too when names repeat.
+    if len(set(names)) != len(names) and any(
+        (v + lit).find(lit) != len(v) for v in (value, plain) for lit in literals
+    ):
+        return
     simple = {name for name, reserved in template.variables if not reserved}
     values = {name: (plain if name in simple else value) for name in names}
     # A value may end as the next literal starts ("a" then literal "ab"): left-to-right matching
