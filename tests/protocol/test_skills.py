@@ -31,6 +31,7 @@ from mcpkit.protocol.skills import (
     skill_uri,
     split_frontmatter,
     split_uri,
+    valid_name,
     verify,
     verify_frontmatter,
 )
@@ -288,3 +289,10 @@ def test_the_authority_segment_cannot_grow_a_port_or_user_info() -> None:
 def test_an_escape_that_is_not_utf8_is_a_skill_error() -> None:
     with pytest.raises(SkillError, match="not UTF-8"):
         split_uri("skill://pdf/%ff%fe")
+
+
+def test_names_and_digests_with_a_final_newline_are_invalid() -> None:
+    # A pattern ending in "$" also matches before a final "\n" (found by fuzzing a sibling pattern).
+    assert valid_name("pdf") and not valid_name("pdf\n")
+    good = digest(b"x")
+    assert is_digest(good) and not is_digest(good + "\n")

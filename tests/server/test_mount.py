@@ -179,6 +179,8 @@ def test_collisions_are_errors_never_shadowing() -> None:
         app.mount(other, "again")
     with pytest.raises(ValueError, match="a namespace is 1-64"):
         app.mount(MCPServer("x"), "bad name")
+    with pytest.raises(ValueError, match="a namespace is 1-64"):
+        app.mount(MCPServer("x"), "db2\n")  # ("$" matched before a final newline)
     with pytest.raises(ValueError, match="cannot be mounted in itself"):
         app.mount(app, "me")
     with pytest.raises(KeyError):

@@ -98,4 +98,6 @@ def test_bad_transforms_are_refused_before_anything_changes() -> None:
         server.transform_tool("search", rename="slow_search")
     with pytest.raises(ValueError, match="a tool name is 1-128"):
         server.transform_tool("search", rename="has space")
+    with pytest.raises(ValueError, match="a tool name is 1-128"):
+        server.transform_tool("search", rename="search2\n")  # ("$" matched before a final newline)
     assert server.has_tool("search") and server.has_tool("slow_search")

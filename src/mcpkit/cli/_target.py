@@ -41,7 +41,7 @@ __all__ = [
 DEFAULT_CONFIG = ".mcp.json"
 DEFAULT_TIMEOUT = 30.0
 _PY_OBJECT = re.compile(r"^(?P<file>.+\.py):(?P<obj>[A-Za-z_][A-Za-z0-9_]*)$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 HttpTransport = Literal["auto", "streamable-http", "sse"]
 
 

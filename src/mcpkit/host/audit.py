@@ -326,7 +326,7 @@ _NODE_RUNNERS = {"npx", "bunx"}
 _DLX = {"pnpm": "dlx", "yarn": "dlx", "bun": "x", "npm": "exec"}
 _PY_RUNNERS = {"uvx", "pipx"}
 _CONTAINERS = {"docker", "podman"}
-_EXACT_NPM = re.compile(r"^\d+\.\d+\.\d+(?:[-+][\w.\-+]*)?$")
+_EXACT_NPM = re.compile(r"^\d+\.\d+\.\d+(?:[-+][\w.\-+]*)?\Z")
 _DOCKER_VALUED = {
     "-e", "--env", "-v", "--volume", "--name", "-p", "--publish", "--network", "--net", "--env-file",
     "-w", "--workdir", "--mount", "-u", "--user", "--entrypoint", "-l", "--label", "--platform",

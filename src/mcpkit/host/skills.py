@@ -52,7 +52,7 @@ __all__ = [
 
 #: Agent Skills "name" field: 1-64 lowercase letters, digits and hyphens, no leading,
 #: trailing or doubled hyphen.
-_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
 
 
 class SkillExportError(SkillError):

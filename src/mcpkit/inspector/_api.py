@@ -35,8 +35,8 @@ LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert"
 PROTOCOL_CHOICES = ("auto", *(v.value for v in ALL_VERSIONS))
 TRANSPORTS = ("stdio", "streamable-http", "sse")
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,255}$")
+_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}\Z")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,255}\Z")
 _MAX_TEXT = 64 * 1024
 _MAX_ITEMS = 256
 

@@ -166,7 +166,7 @@ def unknown_skill(uri: str) -> MCPError:
 
 # -- URIs ------------------------------------------------------------------------
 
-_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$")
+_NAME = re.compile(r"^(?!.*--)[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?\Z")
 # Characters left as they are in a path segment (RFC 3986 pchar, "%" aside).
 _SAFE = "-._~!$&'()*+,;=:@"
 _SAFE_AUTHORITY = "-._~!$&'()*+,;="
@@ -390,7 +390,7 @@ def frontmatter_problems(frontmatter: Mapping[str, Any], expected_name: str | No
 
 # -- digests and verification ----------------------------------------------------
 
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 
 
 def digest(data: bytes) -> str:

@@ -48,7 +48,7 @@ from .transforms import ToolTransform
 __all__ = ["MCPServer"]
 
 #: The spec's tool-name rule (server/tools "Tool names").
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 
 F = TypeVar("F", bound=Callable[..., Any])
 Completer = Callable[..., Awaitable[Any] | Any]

@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Mount", "MountedTool"]
 
-_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 
 
 class MountedTool(RegisteredTool):
