@@ -494,6 +494,39 @@ def test_nested_pydantic_models_and_containers() -> None:
         sig.bind({"team": {"lead": {"name": "A"}}, "extra": [{}]})
 
 
+class Stay(pydantic.BaseModel):
+    nights: int
+    rate: float = 1.0
+    day: datetime.date | None = None
+    room: uuid.UUID | None = None
+
+
+def test_pydantic_arguments_are_checked_as_the_schema_says() -> None:
+    """pydantic's lax mode took "2" and true for the integer `age` (found by fuzzing): the
+    arguments are now checked in its strict JSON mode, as the published schema reads them."""
+
+    def book(stay: Stay, guests: Annotated[list[int], pydantic.AfterValidator(sorted)]) -> None: ...
+
+    sig = inspect_function(book)
+    for nights in ("2", True):
+        with pytest.raises(ArgumentError, match=r"Input should be a valid integer at `stay\.nights`"):
+            sig.bind({"stay": {"nights": nights}, "guests": []})
+    with pytest.raises(ArgumentError, match=r"Invalid argument 'guests': Input should be a valid integer"):
+        sig.bind({"stay": {"nights": 1}, "guests": ["3"]})
+    with pytest.raises(ArgumentError, match="Input should be a valid integer"):
+        sig.bind({"stay": {"nights": 1.5}, "guests": []})
+    # JSON's own spellings still work: an integral float is an integer to JSON Schema, an int
+    # a float, dates and UUIDs strings.
+    room = "12345678-1234-5678-1234-567812345678"
+    bound = sig.bind(
+        {"stay": {"nights": 2.0, "rate": 3, "day": "2026-12-02", "room": room}, "guests": [3.0, 1]}
+    )
+    assert bound["stay"] == Stay(nights=2, rate=3.0, day=datetime.date(2026, 12, 2), room=uuid.UUID(room))
+    assert type(bound["stay"].nights) is int and bound["guests"] == [1, 3]
+    # A Python caller's objects (not decoded JSON) are still read by pydantic itself.
+    assert sig.bind({"stay": Stay(nights=1), "guests": []})["stay"] == Stay(nights=1)
+
+
 def test_pydantic_field_as_default() -> None:
     def fn(
         n: int = pydantic.Field(3, description="How many", ge=1),

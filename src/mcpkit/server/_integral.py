@@ -16,7 +16,7 @@ from typing import Any
 
 from msgspec import inspect as mi
 
-__all__ = ["ints_for_integral_floats"]
+__all__ = ["integral_floats_as_ints", "ints_for_integral_floats"]
 
 _ARRAYS = (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType, mi.TupleType, mi.NamedTupleType)
 _OBJECTS = (mi.DictType, mi.StructType, mi.DataclassType, mi.TypedDictType)
@@ -108,4 +108,18 @@ def ints_for_integral_floats(value: Any, info: mi.Type) -> Any:
             return _fields(value, dict.fromkeys(value, info.value_type))
         if isinstance(info, mi.StructType | mi.DataclassType | mi.TypedDictType):
             return _fields(value, {f.encode_name: f.type for f in info.fields})
+    return value
+
+
+def integral_floats_as_ints(value: Any) -> Any:
+    """Decoded JSON ``value`` with every integral float an int (the same object when there is
+    none): for validators that know no types to walk (pydantic's strict mode)."""
+    if type(value) is float:
+        return int(value) if value.is_integer() else value
+    if type(value) is list:
+        items = [integral_floats_as_ints(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if type(value) is dict:
+        pairs = {k: integral_floats_as_ints(v) for k, v in value.items()}
+        return pairs if any(pairs[k] is not v for k, v in value.items()) else value
     return value

@@ -22,7 +22,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 import msgspec.inspect
 
-from ._integral import ints_for_integral_floats
+from ._integral import integral_floats_as_ints, ints_for_integral_floats
 from .docstrings import split_docstring, unwrap
 
 __all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "raw_signature", "split_docstring"]
@@ -200,13 +200,34 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
 
 
 def _pydantic_validator(name: str, annotation: Any, base: Any) -> Callable[[Any], Any]:
+    """pydantic's strict JSON mode, so arguments get the schema the tool publishes: lax mode
+    takes ``"2"`` or ``true`` for an integer; strict Python mode refuses the strings JSON has
+    for dates, UUIDs and enums. ``1.0`` is an integer to JSON Schema (2020-12 Validation
+    6.1.1), not to strict pydantic: after a failure, integral floats are tried as ints."""
     pyd = _pydantic()
     try:
-        validate: Callable[[Any], Any] = (
-            base.model_validate if _is_model_class(base) else pyd.TypeAdapter(annotation).validate_python
-        )
+        if _is_model_class(base):
+            parse: Callable[..., Any] = base.model_validate_json
+            python: Callable[[Any], Any] = base.model_validate
+        else:
+            adapter = pyd.TypeAdapter(annotation)
+            parse, python = adapter.validate_json, adapter.validate_python
     except (TypeError, pyd.PydanticUserError) as exc:
         raise TypeError(f"Unsupported type for parameter {name!r}: {annotation!r} ({exc})") from exc
+
+    def validate(value: Any) -> Any:
+        try:
+            data = msgspec.json.encode(value)
+        except (TypeError, UnicodeEncodeError):  # not decoded JSON: a Python caller's objects
+            return python(value)
+        try:
+            return parse(data, strict=True)
+        except ValueError:  # pydantic.ValidationError
+            fixed = integral_floats_as_ints(value)
+            if fixed is value:
+                raise
+            return parse(msgspec.json.encode(fixed), strict=True)
+
     return validate
 
 
