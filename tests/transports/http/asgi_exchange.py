@@ -102,6 +102,19 @@ class Exchange:
     def hang_up(self) -> None:
         self.hung_up.set()
 
+    def check_ended(self) -> None:
+        """The machines' invariant for a finished exchange: no protocol slip, no exception,
+        and a complete response unless the client hung up first."""
+        if not self.task.done():
+            return
+        assert not self.violations, self.violations
+        assert not self.task.cancelled()
+        assert self.task.exception() is None, repr(self.task.exception())
+        if not self.hung_up.is_set():
+            assert self.status is not None and self.complete, (
+                f"{self.method} {self.path} ended without a complete response ({self.status})"
+            )
+
     @property
     def live(self) -> bool:
         """Still streaming to a client that is still there."""

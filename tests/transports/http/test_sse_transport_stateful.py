@@ -490,14 +490,7 @@ class SSEMachine(RuleBasedStateMachine):
     @invariant()
     def no_exchange_failed(self) -> None:
         for exchange in self.exchanges:
-            if exchange.task.done():
-                assert not exchange.violations, exchange.violations
-                assert not exchange.task.cancelled()
-                assert exchange.task.exception() is None, repr(exchange.task.exception())
-                if not exchange.hung_up.is_set():
-                    assert exchange.status is not None and exchange.complete, (
-                        f"{exchange.method} {exchange.path} ended without a complete response"
-                    )
+            exchange.check_ended()
 
     @invariant()
     def each_request_is_answered_once_and_correctly(self) -> None:
