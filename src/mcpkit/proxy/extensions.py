@@ -1,4 +1,4 @@
-"""The extensions a proxy forwards: tasks (2026-07-28) and skills (both eras).
+"""The extensions a proxy forwards: tasks (2026-07-28), skills and apps (both eras).
 
 **Tasks** (``io.modelcontextprotocol/tasks``, SEP-2663): a proxied ``tools/call`` declares
 the extension to the backend only when its caller declared it in that request (the
@@ -14,6 +14,12 @@ several callers, so it cannot tell them apart itself).
 the backend's resources, published like any other; the proxy declares the extension
 with the backend's settings and answers ``skills/list``, ``skills/get`` and
 ``resources/directory/read`` with the backend's answers (:class:`ProxySkills`).
+
+**Apps** (``io.modelcontextprotocol/ui``, SEP-1865): nothing but a declaration. The views
+are the backend's ``ui://`` resources (``text/html;profile=mcp-app``, their ``_meta.ui``
+with the CSP and permissions) and the tools' ``_meta.ui`` names them, all published and
+read verbatim like any other resource and tool; the proxy declares the extension with the
+backend's settings, and only while the backend does (:func:`forward_apps`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..client import Client
+from ..protocol.apps import APPS_EXTENSION
 from ..protocol.errors import INTERNAL_ERROR, MCPError
 from ..protocol.skills import (
     SKILLS_EXTENSION,
@@ -47,10 +54,10 @@ if TYPE_CHECKING:
     from ..server.tools import RegisteredTool
     from .backend import Endpoint
 
-__all__ = ["FORWARDED_EXTENSIONS", "ProxySkills", "ProxyTasks", "backend_request"]
+__all__ = ["FORWARDED_EXTENSIONS", "ProxySkills", "ProxyTasks", "backend_request", "forward_apps"]
 
 #: The backend's extensions a proxy declares as its own (tasks it declares anyway).
-FORWARDED_EXTENSIONS = (SKILLS_EXTENSION,)
+FORWARDED_EXTENSIONS = (SKILLS_EXTENSION, APPS_EXTENSION)
 
 #: Tasks remembered at most (the oldest are forgotten first: "not found" after that).
 MAX_TASKS = 10_000
@@ -69,6 +76,22 @@ async def backend_request(
     if not isinstance(body, dict):
         raise MCPError(INTERNAL_ERROR, f"the backend answered {method} with {type(body).__name__}")
     return body
+
+
+def forward_apps(server: MCPServer, settings: object, held: bool) -> bool:
+    """Declare the apps extension on ``server`` with the backend's ``settings`` (None: the
+    backend does not declare it). ``held``: whether the declaration there is one made here
+    before (a reconnected backend may have changed its mind); one the server was given
+    itself (``declare_extension``) is left as it is. Whether the declaration is now the
+    backend's."""
+    if isinstance(settings, dict):
+        if held or APPS_EXTENSION not in server.extensions:
+            server.declare_extension(APPS_EXTENSION, settings)
+            return True
+        return False
+    if held:
+        server._extensions.pop(APPS_EXTENSION, None)
+    return False
 
 
 class ProxyTasks(TaskManager):

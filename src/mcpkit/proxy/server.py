@@ -22,6 +22,7 @@ from msgspec import UNSET
 
 from ..client import Client
 from ..protocol import types as t
+from ..protocol.apps import APPS_EXTENSION
 from ..protocol.errors import MCPError
 from ..protocol.skills import SKILLS_EXTENSION
 from ..server.app import MCPServer
@@ -30,7 +31,7 @@ from ..server.middleware import Middleware
 from ..server.tasks_legacy import LegacyTasks
 from ..server.tools import RegisteredTool
 from .backend import Credentials, Pool, Session
-from .extensions import ProxySkills, ProxyTasks
+from .extensions import ProxySkills, ProxyTasks, forward_apps
 from .forward import Forwarder
 from .publish import publish_prompts, publish_resources, publish_tools
 from .subscriptions import SubscriptionHooks, Subscriptions
@@ -82,6 +83,8 @@ class ProxyServer(MCPServer):
         #: The backend subscriptions of the frontend's subscribed URIs.
         self.subscriptions = Subscriptions(lambda uri: (self.pool.default, uri))
         self._background: set[asyncio.Future[Any]] = set()
+        #: Whether the apps extension declared here is the backend's (see :meth:`_extend`).
+        self._apps_forwarded = False
         self._completer = self._complete_backend
         self.on_roots_changed = self._roots_changed
         self.add_middleware(_ProxyHooks(self))
@@ -118,7 +121,7 @@ class ProxyServer(MCPServer):
         self._synced.set()
 
     def _extend(self, client: Client) -> None:
-        """Declare the backend's extensions this server forwards (skills), as it declares them."""
+        """Declare the backend's extensions this server forwards (skills, apps), as it declares them."""
         caps = client.server_capabilities
         declared = caps.extensions if caps is not None and isinstance(caps.extensions, dict) else {}
         skills = declared.get(SKILLS_EXTENSION)
@@ -128,6 +131,7 @@ class ProxyServer(MCPServer):
         elif isinstance(self.skills, ProxySkills):
             self.skills = None  # (the backend no longer serves skills: after a reconnection)
             self._extensions.pop(SKILLS_EXTENSION, None)
+        self._apps_forwarded = forward_apps(self, declared.get(APPS_EXTENSION), self._apps_forwarded)
 
     # -- lists -------------------------------------------------------------------------
 

@@ -128,8 +128,6 @@ class Mount:
         self._check_collisions()
         self.sync()
         self._attach_skills()
-        if APPS_EXTENSION in self.child.extensions and APPS_EXTENSION not in self.parent.extensions:
-            self.parent.declare_extension(APPS_EXTENSION, self.child.extensions[APPS_EXTENSION])
         for kind in ("_tools", "_prompts", "_resources"):
             registry = getattr(self.child, kind)
             previous = registry.on_change
@@ -194,6 +192,10 @@ class Mount:
 
     def sync(self) -> None:
         """Make the parent hold exactly the child's current components, renamed."""
+        # MCP Apps: declared by the parent once a child does, also after it is mounted (a
+        # mounted proxy learns its backend's extensions when it connects, then lists).
+        if APPS_EXTENSION in self.child.extensions and APPS_EXTENSION not in self.parent.extensions:
+            self.parent.declare_extension(APPS_EXTENSION, self.child.extensions[APPS_EXTENSION])
         tools: dict[str, RegisteredTool] = {}
         for name, tool in self.child._tools.tools.items():
             new = self.name(name)
