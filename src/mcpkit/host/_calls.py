@@ -27,12 +27,21 @@ logger = logging.getLogger("mcpkit.host")
 Auditor = Callable[[Outcome, float, "str | None"], None]
 
 
-def auditor(log: AuditLog | None, entry: HostTool, args: dict[str, Any], call: int | None) -> Auditor:
-    """Writes the records of one call (call id ``call``) to ``log``; never raises."""
+def auditor(
+    log: AuditLog | None,
+    entry: HostTool,
+    args: dict[str, Any],
+    call: int | None,
+    principal: str | None = None,
+) -> Auditor:
+    """Writes the records of one call (call id ``call``, made by ``principal``) to ``log``;
+    never raises."""
 
     def write(outcome: Outcome, ms: float, reason: str | None) -> None:
         if log is None:
             return
+        # (given only when there is one: an audit sink of the caller's own may not take it)
+        who: dict[str, Any] = {"principal": principal} if principal is not None else {}
         try:
             log.record(
                 outcome=outcome,
@@ -43,6 +52,7 @@ def auditor(log: AuditLog | None, entry: HostTool, args: dict[str, Any], call: i
                 duration_ms=ms,
                 call=call,
                 reason=reason,
+                **who,
             )
         except Exception:  # an audit sink failing must not turn into a tool failure
             logger.exception("audit log write failed")

@@ -11,8 +11,9 @@ Formats (landscape §5), detected from the data:
   nested as ``{"mcp": {"servers": ...}}`` in a VS Code ``settings.json``.
 
 Files may carry comments and trailing commas (VS Code writes them). Variable
-references are expanded in ``command``, ``args``, ``env``, ``cwd``, ``url`` and
-``headers`` (see :mod:`._expand`). Secrets never reach a repr or an error.
+references are expanded in ``command``, ``args``, ``env``, ``cwd``, ``url``,
+``headers`` and ``credentials`` (see :mod:`._expand`). Secrets never reach a repr or
+an error.
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class ServerSpec:
     #: Per-request timeout in seconds (None: the host's default).
     timeout: float | None = None
     disabled: bool = False
+    #: mcpkit's own: the headers (http, sse) or environment variables (stdio) of each
+    #: caller's own backend session, by the caller's principal subject (the gateway's).
+    credentials: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         parts = [f"name={self.name!r}", f"transport={self.transport!r}"]
@@ -100,6 +104,9 @@ class ServerSpec:
             parts += [f"url={redact_url(self.url or '')!r}", f"headers={_redacted(self.headers)!r}"]
         if self.protocol != "auto":
             parts.append(f"protocol={self.protocol!r}")
+        if self.credentials:
+            shown = {who: _redacted(values) for who, values in self.credentials.items()}
+            parts.append(f"credentials={shown!r}")
         if self.disabled:
             parts.append("disabled=True")
         return f"ServerSpec({', '.join(parts)})"
@@ -280,6 +287,7 @@ class _Reader:
             "protocol": protocol or "auto",
             "timeout": self.timeout(name, entry),
             "disabled": self.flag(name, entry, "disabled"),
+            "credentials": self.credentials(name, entry),
         }
         if transport == "stdio":
             return self.stdio(name, entry, common)
@@ -354,18 +362,35 @@ class _Reader:
             raise self.error(server, key, f"must be a string, got {type(value).__name__}")
         return self.expand(server, key, value) if expand else value
 
-    def mapping(self, server: str, entry: dict[str, Any], key: str) -> dict[str, str]:
+    def mapping(
+        self, server: str, entry: dict[str, Any], key: str, *, where: str | None = None
+    ) -> dict[str, str]:
         value = entry.get(key)
+        where = where or key
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise self.error(server, key, "must be an object of strings")
+            raise self.error(server, where, "must be an object of strings")
         out: dict[str, str] = {}
         for k, v in value.items():
             if not isinstance(v, str):
                 # The value itself is never echoed: it may be a secret.
-                raise self.error(server, f"{key}.{k}", f"must be a string, got {type(v).__name__}")
-            out[k] = self.expand(server, f"{key}.{k}", v)
+                raise self.error(server, f"{where}.{k}", f"must be a string, got {type(v).__name__}")
+            out[k] = self.expand(server, f"{where}.{k}", v)
+        return out
+
+    def credentials(self, server: str, entry: dict[str, Any]) -> dict[str, dict[str, str]]:
+        """``credentials``: principal subject -> headers (http, sse) or env (stdio)."""
+        value = entry.get("credentials")
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.error(server, "credentials", "must be an object: principal -> object of strings")
+        out: dict[str, dict[str, str]] = {}
+        for who in value:
+            if not who:
+                raise self.error(server, "credentials", "a principal is a non-empty string")
+            out[who] = self.mapping(server, value, who, where=f"credentials.{who}")
         return out
 
     def env_file(self, server: str, entry: dict[str, Any]) -> dict[str, str]:

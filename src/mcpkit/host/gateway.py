@@ -27,6 +27,10 @@ A policy's ``ask`` with no approval callback is put to the gateway's client as
 an elicitation (when the client supports it); otherwise the call is refused.
 A refusal comes back as a tool error the model can read, never as a call.
 
+Served over HTTP with authorization, the gateway can give each caller a backend session
+of their own, opened with credentials resolved for that caller (a server's
+``credentials`` in the config, or ``credentials=``): see :mod:`._callers`.
+
 A tool whose definition changed since it was approved (the host's pins) is
 not listed, and a call of it is refused with the reason and the command that
 approves it (``mcpkit pins accept``): the gateway's client is often the model's
@@ -39,7 +43,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -49,7 +53,7 @@ from .._version import __version__
 from ..client.client import Client
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND_LEGACY, MCPError
-from ..proxy.backend import Endpoint
+from ..proxy.backend import Credentials, Endpoint
 from ..proxy.forward import LOCAL_PREFIX, Forwarder
 from ..proxy.publish import publish_prompts, publish_resources, publish_tools
 from ..proxy.subscriptions import SubscriptionHooks, Subscriptions
@@ -59,6 +63,7 @@ from ..server.middleware import CallNext, Middleware
 from ..server.mrtr import InputRequired
 from ..server.resources import ResourceNotFound
 from ..session.engine import SessionClosed
+from ._callers import CallerSessions
 from .backend import Backend, ServerUnavailable
 from .manager import Host, HostEvent, UnknownName
 from .policy import ApprovalRequest, Approver, PermissionDenied
@@ -126,6 +131,13 @@ class Gateway:
     decisions the policy has no callback for; ``"deny"`` refuses them.
     ``input_timeout``: how long a backend call waits for a modern client to come
     back with what the backend asked.
+
+    ``credentials``: server name -> ``credentials(principal)``, the headers (http) or
+    environment variables (stdio) of that caller's own backend session (None: the host's
+    shared connection), in place of the server's ``credentials`` table in the config. Each
+    server's caller sessions are a proxy :class:`~mcpkit.proxy.Pool`: callers with the same
+    credentials share one, at most ``max_sessions`` stay open, each closed after
+    ``idle_timeout`` seconds unused.
     """
 
     def __init__(
@@ -136,6 +148,9 @@ class Gateway:
         *,
         approval: Literal["elicit", "deny"] = "elicit",
         input_timeout: float = 300.0,
+        credentials: Mapping[str, Credentials] | None = None,
+        max_sessions: int = 16,
+        idle_timeout: float | None = 300.0,
         **server_options: Any,
     ) -> None:
         self.server = MCPServer(name, version, lifespan=self._lifespan, **server_options)
@@ -143,6 +158,8 @@ class Gateway:
         self.approval = approval
         #: The proxy's forwarding core: calls, reads and prompts go to the backends through it.
         self.forwarder = Forwarder(input_timeout)
+        #: The callers' own backend sessions, for servers that give callers credentials.
+        self.callers = CallerSessions(host, credentials, max_sessions=max_sessions, idle_timeout=idle_timeout)
         #: The backend subscriptions of the gateway's subscribed URIs.
         self.subscriptions = Subscriptions(self._locate)
         self._endpoints: dict[str, HostEndpoint] = {}
@@ -175,6 +192,7 @@ class Gateway:
             if self._users == 0:
                 self.forwarder.expire_all()
                 self.subscriptions.clear()
+                await self.callers.close()
                 if self._started_host:
                     self._started_host = False
                     await self.host.close()
@@ -232,9 +250,10 @@ class Gateway:
 
     def _pick(self, server: str) -> Any:
         endpoint = self.endpoint(server)
+        callers = self.callers
 
         async def pick(ctx: Context) -> Endpoint:
-            return endpoint
+            return await callers.pick(server, ctx, endpoint)
 
         return pick
 
@@ -259,7 +278,10 @@ class Gateway:
         resumes = None
         if isinstance(earlier, list) and len(earlier) == 2 and isinstance(earlier[1], int | float):
             resumes = (earlier[0] if isinstance(earlier[0], int) else None, float(earlier[1]))
-        call = await self.host.authorize(name, arguments, approver=approver, resumes=resumes)
+        principal = ctx.principal.subject if ctx.principal is not None else None
+        call = await self.host.authorize(
+            name, arguments, approver=approver, resumes=resumes, principal=principal
+        )
         if trip is not None:
             trip.answers[_CALL_KEY] = [call.call, call.since]
         entry = call.entry
@@ -355,6 +377,7 @@ class Gateway:
             client = self.host.backend(name).client
             if client is not None:
                 await client.send_roots_list_changed()
+        await self.callers.roots_changed()
 
     async def _complete(self, ref: t.CompletionRef, argument: Any, context: dict[str, str]) -> t.Completion:
         try:

@@ -101,6 +101,9 @@ class Host:
         self.policy = policy
         self.audit = audit
         self.ready_timeout = ready_timeout
+        #: Seconds per request to a server (a spec's ``timeout`` wins): also the gateway's
+        #: per-caller sessions'.
+        self.request_timeout = request_timeout
         self.max_name_length = max_name_length
         keys = NameTable(max_length=max_name_length)
         self._backends: dict[str, Backend] = {
@@ -328,6 +331,7 @@ class Host:
         *,
         approver: Approver | None = None,
         resumes: tuple[int | None, float] | None = None,
+        principal: str | None = None,
     ) -> ToolCall:
         """The policy's (and the pins') decision on a call, audited; the call to :meth:`ToolCall.run`.
 
@@ -336,6 +340,7 @@ class Host:
         ``resumes``: the ``(call, since)`` of the :class:`ToolCall` an earlier round of this
         same call was given (a modern client answering what was asked): the policy decides
         again, but under that call id, and an allowed call is not recorded as allowed twice.
+        ``principal``: who asked (the gateway's authenticated caller), recorded in the audit log.
         """
         entry = self.tool(name)
         backend = self._backends[entry.server]
@@ -344,7 +349,7 @@ class Host:
             call_id, since = resumes
         else:
             call_id, since = self.audit.next_call_id() if self.audit is not None else None, time.time()
-        recorded = auditor(self.audit, entry, args, call_id)
+        recorded = auditor(self.audit, entry, args, call_id, principal)
 
         def audit(outcome: Outcome, ms: float, reason: str | None) -> None:
             if outcome != "allowed" or resumes is None:

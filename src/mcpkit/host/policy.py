@@ -230,8 +230,10 @@ class AuditLog:
         duration_ms: float,
         call: int | None = None,
         reason: str | None = None,
+        principal: str | None = None,
     ) -> dict[str, Any]:
-        """Write one line (and return it as a dict)."""
+        """Write one line (and return it as a dict); ``principal``: the authenticated caller's
+        subject (a gateway served with authorization), absent otherwise."""
         entry: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "server": server,
@@ -243,6 +245,8 @@ class AuditLog:
         }
         if call is not None:
             entry["call"] = call
+        if principal is not None:
+            entry["principal"] = principal
         if reason is not None:
             entry["reason"] = reason[:500]
         self._write(json.dumps(entry, ensure_ascii=False, default=str) + "\n")
