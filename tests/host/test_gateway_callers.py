@@ -29,8 +29,12 @@ pytestmark = pytest.mark.timeout(90)
 ECHO = textwrap.dedent(
     """
     import os
+    import sys
 
     from mcpkit import Context, MCPServer
+
+    if os.environ.get("BACKEND_TOKEN") == "revoked":
+        sys.exit(3)
 
     server = MCPServer("echo")
 
@@ -95,6 +99,7 @@ def echo_config(tmp_path: Path) -> dict[str, Any]:
                 "credentials": {
                     "alice": {"BACKEND_TOKEN": "${ALICE_BACKEND_TOKEN}"},
                     "bob": {"BACKEND_TOKEN": "bob-backend"},
+                    "dave": {"BACKEND_TOKEN": "revoked"},
                 },
             }
         }
@@ -161,6 +166,14 @@ async def test_caller_sessions_are_bounded_and_closed_when_idle(tmp_path: Path) 
         await eventually(lambda: not pool.sessions, timeout=10)
         again = text(await alice.call_tool("mcp__echo__whoami"))
         assert again.startswith("alice-backend ") and again != first
+    # A caller whose session cannot start gets a tool error naming the server, as for any
+    # unavailable server (and the shared connection is not used in its place).
+    async with (
+        serve_http(gateway.server, auth=BearerAuthenticator(Tokens())) as url,
+        caller(url, "dave", "2026-07-28") as dave,
+    ):
+        refused = await dave.call_tool("mcp__echo__whoami")
+        assert refused.is_error and "server 'echo' is unavailable" in text(refused)
 
 
 class Handshakes(Middleware):

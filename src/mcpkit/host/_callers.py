@@ -14,14 +14,17 @@ subscriptions and completions, use the host's one shared connection to the serve
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from .._version import __version__
 from ..protocol import types as t
+from ..protocol.errors import MCPError
 from ..proxy.backend import Credentials, Endpoint, Pool
 from ..proxy.targets import resolve_target
 from ..server.context import Context
+from .backend import ServerUnavailable
 from .manager import Host
 
 __all__ = ["CallerSessions", "by_subject"]
@@ -117,7 +120,18 @@ class CallerSessions:
         if pool is None:
             return shared
         session = await pool.session_for(ctx)
-        return shared if session is pool.default else session
+        if session is pool.default:
+            return shared
+        if session.ready() is None:
+            # Connected here, to fail as the host's servers do (a tool error naming the
+            # server), and within the time a call waits for a starting server.
+            try:
+                async with asyncio.timeout(self.host.ready_timeout):
+                    await session.get()
+            except (OSError, MCPError) as exc:
+                reason = f"the caller's own session did not connect: {type(exc).__name__}: {exc}"
+                raise ServerUnavailable(server, reason) from None
+        return session
 
     async def roots_changed(self) -> None:
         """Tell every open caller session's server that the roots changed."""
