@@ -24,108 +24,41 @@ target is replaced, and the file it pointed to is untouched.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+
+from ._fdops import (
+    CHUNK,
+    DIR_FLAGS,
+    READ_FLAGS,
+    entry,
+    explain,
+    open_dir,
+    read_upto,
+    rename_noreplace,
+    replace,
+    too_big,
+)
+from ._paths import MAX_PATH_BYTES, AllowedDir, Entry, FsError, LimitReached, Resolved, expand_home, within
 
 __all__ = [
     "MAX_PATH_BYTES",
     "AllowedDir",
+    "Entry",
     "FsError",
     "LimitReached",
     "Resolved",
     "Sandbox",
+    "expand_home",
+    "within",
 ]
-
-#: Longer paths are refused before they reach the system (Linux's PATH_MAX).
-MAX_PATH_BYTES = 4096
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-# O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer; the file is
-# then refused for not being a regular file.
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_CHUNK = 64 * 1024
-
-
-class FsError(Exception):
-    """A refusal or a failure, worded for the model (the text of an ``isError`` result)."""
-
-
-class LimitReached(FsError):
-    """A walk passed ``max_entries`` or ``max_depth``."""
 
 
 def _between_check_and_open(real: str) -> None:
     """Runs after a path was checked and before it is opened: nothing, except in tests,
     which swap a directory for a symlink here to prove the swap is not followed."""
-
-
-@dataclass(frozen=True, slots=True)
-class AllowedDir:
-    """A directory the server may use: its resolved path, the spelling it was given in
-    (``/tmp`` for ``/private/tmp``), and its identity when it was allowed."""
-
-    path: str
-    given: str
-    dev: int
-    ino: int
-
-    @classmethod
-    def from_path(cls, path: str) -> AllowedDir:
-        """An allowed directory from a path (``~`` expanded); FsError when it is not one."""
-        given = os.path.normpath(os.path.abspath(expand_home(path)))
-        real = os.path.realpath(given)
-        try:
-            st = os.stat(real)
-        except OSError as exc:
-            raise FsError(f"cannot use {path}: {exc.strerror}") from None
-        if not stat.S_ISDIR(st.st_mode):
-            raise FsError(f"cannot use {path}: not a directory")
-        return cls(real, given, st.st_dev, st.st_ino)
-
-
-@dataclass(frozen=True, slots=True)
-class Resolved:
-    """A checked path: an allowed directory and the names below it (no ``..``, no links)."""
-
-    given: str
-    real: str
-    root: AllowedDir
-    parts: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        """The last name (empty for the allowed directory itself)."""
-        return self.parts[-1] if self.parts else ""
-
-
-def expand_home(path: str) -> str:
-    """``~`` and ``~/...`` to the user's home directory; other ``~`` forms stay literal."""
-    if path == "~" or path.startswith("~/"):
-        return os.path.expanduser("~") + path[1:]
-    return path
-
-
-def within(path: str, directory: str) -> bool:
-    """Whether absolute, normalised ``path`` is ``directory`` or below it."""
-    if directory == "/":
-        return path.startswith("/")
-    return path == directory or path.startswith(directory + "/")
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One directory entry, as listed (never following a symlink)."""
-
-    name: str
-    kind: str  # "directory", "file", "symlink" or "other"
-    size: int
-    mtime: float
 
 
 class Sandbox:
@@ -196,7 +129,7 @@ class Sandbox:
 
     def _open_root(self, root: AllowedDir) -> int:
         try:
-            fd = os.open(root.path, _DIR_FLAGS)
+            fd = os.open(root.path, DIR_FLAGS)
         except OSError as exc:
             raise FsError(f"The allowed directory {root.path} cannot be opened: {exc.strerror}") from None
         st = os.fstat(fd)
@@ -215,18 +148,18 @@ class Sandbox:
         try:
             for name in parts:
                 try:
-                    nxt = _open_dir(name, fd)
+                    nxt = open_dir(name, fd)
                 except FileNotFoundError:
                     if not create:
                         raise
                     with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o777, dir_fd=fd)
-                    nxt = _open_dir(name, fd)
+                    nxt = open_dir(name, fd)
                 os.close(fd)
                 fd = nxt
         except OSError as exc:
             os.close(fd)
-            raise _explain(exc, r) from None
+            raise explain(exc, r) from None
         except BaseException:
             os.close(fd)
             raise
@@ -264,9 +197,9 @@ class Sandbox:
                 yield opened
             return
         try:
-            fd = os.open(r.name, _READ_FLAGS, dir_fd=parent)
+            fd = os.open(r.name, READ_FLAGS, dir_fd=parent)
         except OSError as exc:
-            raise _explain(exc, r) from None
+            raise explain(exc, r) from None
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
@@ -291,10 +224,10 @@ class Sandbox:
         limit = self.max_read_bytes if limit is None else limit
         with self.regular_file(r) as (fd, st):
             if st.st_size > limit:
-                raise _too_big(r, st.st_size, limit)
-            data = _read_upto(fd, limit + 1)
+                raise too_big(r, st.st_size, limit)
+            data = read_upto(fd, limit + 1)
         if len(data) > limit:  # it grew since fstat
-            raise _too_big(r, len(data), limit)
+            raise too_big(r, len(data), limit)
         return data
 
     def read_head(self, r: Resolved, lines: int) -> bytes:
@@ -303,7 +236,7 @@ class Sandbox:
         with self.regular_file(r) as (fd, _):
             buf = bytearray()
             while buf.count(b"\n") < lines:
-                chunk = os.read(fd, min(_CHUNK, limit + 1 - len(buf)))
+                chunk = os.read(fd, min(CHUNK, limit + 1 - len(buf)))
                 if not chunk:
                     return bytes(buf)
                 buf += chunk
@@ -325,7 +258,7 @@ class Sandbox:
             buf = b""
             # A final newline ends the last line; it does not start an empty one.
             while end > 0:
-                size = min(_CHUNK, end)
+                size = min(CHUNK, end)
                 end -= size
                 buf = os.pread(fd, size, end) + buf
                 body = buf[:-1] if buf.endswith(b"\n") else buf
@@ -345,7 +278,7 @@ class Sandbox:
         if cut >= 0:
             buf = buf[cut + 1 :]
         if len(buf) > limit:
-            raise _too_big(r, len(buf), limit)
+            raise too_big(r, len(buf), limit)
         return buf
 
     def status(self, r: Resolved) -> os.stat_result:
@@ -357,12 +290,12 @@ class Sandbox:
             try:
                 return os.stat(r.name, dir_fd=pfd, follow_symlinks=False)
             except OSError as exc:
-                raise _explain(exc, r) from None
+                raise explain(exc, r) from None
 
     def listdir(self, r: Resolved) -> list[Entry]:
         """The entries of directory ``r``, sorted by name."""
         with self.directory(r) as fd:
-            return [entry for name in sorted(os.listdir(fd)) if (entry := _entry(fd, name)) is not None]
+            return [found for name in sorted(os.listdir(fd)) if (found := entry(fd, name)) is not None]
 
     def walk(self, r: Resolved, skip: Callable[[str, bool], bool]) -> Iterator[tuple[str, bool]]:
         """Every entry below directory ``r``, depth first in name order: ``(relative path,
@@ -393,7 +326,7 @@ class Sandbox:
             yield rel, is_dir
             if is_dir:
                 try:
-                    child = _open_dir(name, fd)
+                    child = open_dir(name, fd)
                 except OSError:
                     continue  # unreadable, or swapped for a symlink: not entered
                 try:
@@ -412,11 +345,11 @@ class Sandbox:
             except FileNotFoundError:
                 st = None
             except OSError as exc:
-                raise _explain(exc, r) from None
+                raise explain(exc, r) from None
             if st is not None and stat.S_ISDIR(st.st_mode):
                 raise FsError(f"{r.given} is a directory, not a file")
             mode = stat.S_IMODE(st.st_mode) if st is not None and stat.S_ISREG(st.st_mode) else None
-            _replace(pfd, r, data, mode)
+            replace(pfd, r, data, mode)
 
     def update(self, r: Resolved, change: Callable[[bytes], bytes | None]) -> None:
         """Read file ``r``, and when ``change(content)`` returns new content, replace the file
@@ -424,10 +357,10 @@ class Sandbox:
         with self.parent(r, "edit") as pfd:
             with self.regular_file(r, pfd) as (fd, st):
                 if st.st_size > self.max_read_bytes:
-                    raise _too_big(r, st.st_size, self.max_read_bytes)
-                data = _read_upto(fd, self.max_read_bytes + 1)
+                    raise too_big(r, st.st_size, self.max_read_bytes)
+                data = read_upto(fd, self.max_read_bytes + 1)
                 if len(data) > self.max_read_bytes:
-                    raise _too_big(r, len(data), self.max_read_bytes)
+                    raise too_big(r, len(data), self.max_read_bytes)
             new = change(data)
             if new is None:
                 return
@@ -435,10 +368,10 @@ class Sandbox:
             try:
                 now = os.stat(r.name, dir_fd=pfd, follow_symlinks=False)
             except OSError as exc:
-                raise _explain(exc, r) from None
+                raise explain(exc, r) from None
             if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
                 raise FsError(f"{r.given} was replaced while it was being edited; nothing was written")
-            _replace(pfd, r, new, stat.S_IMODE(st.st_mode))
+            replace(pfd, r, new, stat.S_IMODE(st.st_mode))
 
     def make_directory(self, r: Resolved) -> None:
         """Create directory ``r`` and any missing parents (nothing if it exists)."""
@@ -451,13 +384,13 @@ class Sandbox:
             raise FsError(f"Cannot move {source.given}: it is an allowed directory itself")
         with self.parent(source, "move") as sfd, self.parent(destination, "replace") as dfd:
             try:
-                _rename_noreplace(sfd, source.name, dfd, destination.name)
+                rename_noreplace(sfd, source.name, dfd, destination.name)
             except FileExistsError:
                 raise FsError(f"Cannot move to {destination.given}: it already exists") from None
             except OSError as exc:
                 if exc.errno == errno.EINVAL:
                     raise FsError(f"Cannot move {source.given} into itself") from None
-                raise _explain(exc, source if exc.errno == errno.ENOENT else destination) from None
+                raise explain(exc, source if exc.errno == errno.ENOENT else destination) from None
 
     def _check_write_size(self, r: Resolved, size: int) -> None:
         if size > self.max_write_bytes:
@@ -465,148 +398,3 @@ class Sandbox:
                 f"Refused to write {size} bytes to {r.given}: the limit is {self.max_write_bytes} "
                 "bytes (--max-write-bytes)"
             )
-
-
-# -- helpers -------------------------------------------------------------------
-
-
-def _entry(fd: int, name: str) -> Entry | None:
-    try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-    except OSError:
-        return None  # gone since it was listed
-    mode = st.st_mode
-    kind = (
-        "directory"
-        if stat.S_ISDIR(mode)
-        else "file"
-        if stat.S_ISREG(mode)
-        else "symlink"
-        if stat.S_ISLNK(mode)
-        else "other"
-    )
-    return Entry(name, kind, st.st_size, st.st_mtime)
-
-
-def _open_dir(name: str, dir_fd: int) -> int:
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-    except NotADirectoryError:
-        # Linux answers ENOTDIR, not ELOOP, for a symlink opened with O_DIRECTORY|O_NOFOLLOW;
-        # a directory there now means it was something else an instant ago (swapped).
-        if _is_link_or_dir(dir_fd, name):
-            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
-        raise
-
-
-def _is_link_or_dir(dir_fd: int, name: str) -> bool:
-    try:
-        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-    except OSError:
-        return False
-    return stat.S_ISLNK(mode) or stat.S_ISDIR(mode)
-
-
-def _read_upto(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    got = 0
-    while got < limit:
-        chunk = os.read(fd, min(_CHUNK * 16, limit - got))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def _too_big(r: Resolved, size: int, limit: int) -> FsError:
-    return FsError(
-        f"{r.given} is {size} bytes, more than the limit of {limit} bytes (--max-read-bytes); "
-        "read part of it with head or tail"
-    )
-
-
-def _replace(pfd: int, r: Resolved, data: bytes, mode: int | None) -> None:
-    """Write ``data`` to a new file in directory ``pfd`` and rename it to ``r.name``.
-
-    The rename replaces whatever the name is (a file, a hard link, a symlink) without
-    following it, so nothing outside is written even if the name changed since the check.
-    """
-    temp = f".mcpkit-{secrets.token_hex(8)}.tmp"
-    try:
-        fd = os.open(temp, _TEMP_FLAGS, 0o666, dir_fd=pfd)
-    except OSError as exc:
-        raise _explain(exc, r) from None
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mode is not None:
-                os.fchmod(fd, mode)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, r.name, src_dir_fd=pfd, dst_dir_fd=pfd)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=pfd)
-        if isinstance(exc, OSError):
-            raise _explain(exc, r) from None
-        raise
-
-
-_RENAME_NOREPLACE = 1
-_renameat2: Callable[..., int] | None = None
-with contextlib.suppress(OSError, AttributeError):
-    _renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-
-
-def _rename_noreplace(src_dir: int, src: str, dst_dir: int, dst: str) -> None:
-    """``renameat2(..., RENAME_NOREPLACE)``: the kernel refuses an existing destination, so
-    nothing there is replaced even if it appears after a check. Without it (not Linux, or a
-    filesystem that does not support the flag): check, then rename."""
-    if _renameat2 is not None:
-        if _renameat2(src_dir, os.fsencode(src), dst_dir, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
-            return
-        code = ctypes.get_errno()
-        # EINVAL may mean "flag not supported here": then the fallback decides (and a
-        # directory moved into itself fails there with EINVAL again).
-        if code not in (errno.ENOSYS, errno.EINVAL):
-            raise OSError(code, os.strerror(code))
-    if _exists(dst_dir, dst):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
-    os.rename(src, dst, src_dir_fd=src_dir, dst_dir_fd=dst_dir)
-
-
-def _exists(dir_fd: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _explain(exc: OSError, r: Resolved) -> FsError:
-    """An OSError as a message about the path the client gave."""
-    code = exc.errno
-    if code == errno.ELOOP:
-        return FsError(
-            f"Access denied: {r.given} leads through a symbolic link that was not there when the "
-            "path was checked (a symbolic link appeared, or one loops); it was not followed"
-        )
-    messages = {
-        errno.ENOENT: f"No such file or directory: {r.given}",
-        errno.ENOTDIR: f"Not a directory: a part of {r.given} is a file",
-        errno.EISDIR: f"{r.given} is a directory",
-        errno.EACCES: f"Permission denied: {r.given}",
-        errno.EPERM: f"Operation not permitted: {r.given}",
-        errno.ENAMETOOLONG: f"A name in {r.given} is too long",
-        errno.EEXIST: f"{r.given} already exists",
-        errno.ENOSPC: f"No space left on the device for {r.given}",
-        errno.EXDEV: f"Cannot move across filesystems: {r.given}",
-        errno.ENOTEMPTY: f"Directory not empty: {r.given}",
-    }
-    message = messages.get(code or 0)
-    return FsError(message or f"{exc.strerror or exc}: {r.given}")
