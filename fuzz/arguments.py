@@ -147,5 +147,8 @@ strategy: st.SearchStrategy[bytes] = st.one_of(
 )
 
 TARGET = Target(
-    "arguments", timed(one_input), strategy, ("mcpkit.server.signature", "mcpkit.server._integral")
+    "arguments",
+    timed(one_input),
+    strategy,
+    ("mcpkit.server.signature", "mcpkit.server._pydantic", "mcpkit.server._integral"),
 )

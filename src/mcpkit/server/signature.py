@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import sys
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,13 +21,13 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 import msgspec.inspect
 
-from ._integral import integral_floats_as_ints, ints_for_integral_floats
+from ._integral import ints_for_integral_floats
+from ._pydantic import is_field_info, needs_pydantic, pydantic_schema, pydantic_validator, to_json
 from .docstrings import split_docstring, unwrap
 
 __all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "raw_signature", "split_docstring"]
 
 _REF = "#/$defs/{name}"
-_PYDANTIC_REF = "#/$defs/{model}"
 _MISSING: Any = object()
 _NONE_TYPE = type(None)
 _FAST_TYPES = (str, int, float, bool)
@@ -77,65 +76,6 @@ class FunctionSignature:
 # --------------------------------------------------------------------------------------- pydantic
 
 
-def _pydantic() -> Any:
-    return sys.modules.get("pydantic")
-
-
-def _is_model_class(tp: Any) -> bool:
-    pyd = _pydantic()
-    return pyd is not None and isinstance(tp, type) and issubclass(tp, pyd.BaseModel)
-
-
-def _needs_pydantic(tp: Any) -> bool:
-    """True when pydantic must own ``tp``: it mentions a model, pydantic dataclass, pydantic type
-    (EmailStr, validators in Annotated, ...).  Deliberately *not* "whatever msgspec can't handle",
-    so results never depend on whether some other module happened to import pydantic."""
-    if _pydantic() is None:
-        return False
-    if get_origin(tp) is Annotated:
-        base, *extras = get_args(tp)
-        pydantic_extra = any(
-            type(e).__module__.startswith("pydantic") and not _is_field_info(e) for e in extras
-        )
-        return pydantic_extra or _needs_pydantic(base)
-    if get_origin(tp) is None and isinstance(tp, type):
-        return (
-            hasattr(tp, "__pydantic_validator__")
-            or hasattr(tp, "__get_pydantic_core_schema__")
-            or tp.__module__.startswith("pydantic")
-        )
-    return any(_needs_pydantic(arg) for arg in get_args(tp))
-
-
-def _is_field_info(obj: Any) -> bool:
-    fields_mod = sys.modules.get("pydantic.fields")
-    return fields_mod is not None and isinstance(obj, fields_mod.FieldInfo)
-
-
-def _pydantic_schema(tp: Any, mode: str) -> dict[str, Any]:
-    pyd = _pydantic()
-    try:
-        if _is_model_class(tp):
-            schema: dict[str, Any] = tp.model_json_schema(mode=mode, ref_template=_PYDANTIC_REF)
-        else:
-            schema = pyd.TypeAdapter(tp).json_schema(mode=mode, ref_template=_PYDANTIC_REF)
-    except pyd.PydanticUserError as exc:  # not a TypeError subclass in every pydantic version
-        raise TypeError(f"Cannot generate a JSON Schema for {tp!r}: {exc}") from exc
-    return schema
-
-
-def _enc_hook(obj: Any) -> Any:
-    # msgspec knows dataclasses/Structs/TypedDicts natively; pydantic models need their own dump.
-    dump = getattr(obj, "model_dump", None)
-    if dump is not None and _is_model_class(type(obj)):
-        return dump(mode="json")
-    raise TypeError(f"Cannot convert {type(obj).__name__!r} to JSON")
-
-
-def _to_json(value: Any) -> Any:
-    return msgspec.to_builtins(value, enc_hook=_enc_hook, str_keys=True)
-
-
 # ------------------------------------------------------------------------------------ parameters
 
 
@@ -161,7 +101,7 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
     p = _Param(param.name, annotation, base)
     if param.default is not inspect.Parameter.empty:
         p.default = param.default
-        if _is_field_info(param.default):  # `x: int = Field(3, description=...)`
+        if is_field_info(param.default):  # `x: int = Field(3, description=...)`
             extras.append(param.default)
             p.default = _MISSING
     metas: list[msgspec.Meta] = []
@@ -172,7 +112,7 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
         elif isinstance(extra, msgspec.Meta):
             metas.append(extra)
             p.description = p.description or extra.description
-        elif _is_field_info(extra):
+        elif is_field_info(extra):
             p.description = p.description or extra.description
             for item in extra.metadata:
                 constraints.update(_constraints_of(item))
@@ -185,8 +125,8 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
             constraints.update(_constraints_of(extra))
     if constraints:
         metas.append(msgspec.Meta(**constraints))
-    if _needs_pydantic(annotation):
-        p.mtype, p.validate = Any, _pydantic_validator(param.name, annotation, base)
+    if needs_pydantic(annotation):
+        p.mtype, p.validate = Any, pydantic_validator(param.name, annotation, base)
     elif base not in _FAST_TYPES and not _msgspec_supports(base):
         raise TypeError(f"Unsupported type for parameter {param.name!r}: {annotation!r}")
     else:
@@ -197,38 +137,6 @@ def _analyze_param(param: inspect.Parameter) -> _Param:
             and not any(getattr(m, key, None) is not None for m in metas for key in _CONSTRAINTS)
         )
     return p
-
-
-def _pydantic_validator(name: str, annotation: Any, base: Any) -> Callable[[Any], Any]:
-    """pydantic's strict JSON mode, so arguments get the schema the tool publishes: lax mode
-    takes ``"2"`` or ``true`` for an integer; strict Python mode refuses the strings JSON has
-    for dates, UUIDs and enums. ``1.0`` is an integer to JSON Schema (2020-12 Validation
-    6.1.1), not to strict pydantic: after a failure, integral floats are tried as ints."""
-    pyd = _pydantic()
-    try:
-        if _is_model_class(base):
-            parse: Callable[..., Any] = base.model_validate_json
-            python: Callable[[Any], Any] = base.model_validate
-        else:
-            adapter = pyd.TypeAdapter(annotation)
-            parse, python = adapter.validate_json, adapter.validate_python
-    except (TypeError, pyd.PydanticUserError) as exc:
-        raise TypeError(f"Unsupported type for parameter {name!r}: {annotation!r} ({exc})") from exc
-
-    def validate(value: Any) -> Any:
-        try:
-            data = msgspec.json.encode(value)
-        except (TypeError, UnicodeEncodeError):  # not decoded JSON: a Python caller's objects
-            return python(value)
-        try:
-            return parse(data, strict=True)
-        except ValueError:  # pydantic.ValidationError
-            fixed = integral_floats_as_ints(value)
-            if fixed is value:
-                raise
-            return parse(msgspec.json.encode(fixed), strict=True)
-
-    return validate
 
 
 def _constraints_of(obj: Any) -> dict[str, Any]:
@@ -427,8 +335,8 @@ def _merge_defs(target: dict[str, Any], new: dict[str, Any]) -> None:
 
 def _type_schema(tp: Any, mode: str, defs: dict[str, Any]) -> dict[str, Any]:
     """Schema for one type (msgspec first, pydantic when it owns the type); components go to defs."""
-    if _needs_pydantic(tp):
-        schema = _pydantic_schema(tp, mode)
+    if needs_pydantic(tp):
+        schema = pydantic_schema(tp, mode)
         _merge_defs(defs, schema.pop("$defs", {}))
         return schema
     (schema,), components = msgspec.json.schema_components([tp], ref_template=_REF)
@@ -459,7 +367,7 @@ def _input_schema(params: list[_Param], doc_params: dict[str, str]) -> dict[str,
             schema["description"] = description
         if p.default is not _MISSING:
             try:
-                schema["default"] = _to_json(p.default)
+                schema["default"] = to_json(p.default)
             except (TypeError, ValueError):
                 pass  # not representable in JSON; the parameter is still optional
         properties[p.name] = schema
@@ -592,7 +500,7 @@ def inspect_function(
             raise TypeError(f"{name!r}: parameter names may not start with an underscore ({param.name!r})")
         params.append(_analyze_param(param))
     output_schema, wraps = _output(sig.return_annotation, structured_output)
-    dump: Callable[[Any], Any] = (lambda value: {"result": _to_json(value)}) if wraps else _to_json
+    dump: Callable[[Any], Any] = (lambda value: {"result": to_json(value)}) if wraps else to_json
     return FunctionSignature(
         input_schema=_input_schema(params, doc_params),
         output_schema=output_schema,
