@@ -3,6 +3,8 @@
 
 - ``plain``: no middleware (an empty chain);
 - ``hooked``: one pass-through ``on_call_tool`` hook that can run inline (the chain's own cost);
+- ``sync-hooked``: one synchronous ``before``/``after`` pair that does nothing (the framework's
+  cost for the synchronous form, which ``RateLimit`` and ``AccessLog`` use);
 - ``ratelimit+accesslog``: ``RateLimit`` (a limit never reached) and ``AccessLog`` (to /dev/null);
 - ``ratelimit``, ``accesslog``: each of the two alone (for ``bench/icount.py``'s breakdown of the pair);
 - ``tracing-off``: opentelemetry-api importable, no provider configured;
@@ -28,6 +30,18 @@ def middleware_for(variant: str) -> list[Middleware]:
                 return await call_next(ctx)
 
         return [PassThrough()]
+    if variant == "sync-hooked":
+
+        class Nothing(Middleware):
+            runs_inline = True
+
+            def before(self, ctx):  # type: ignore[no-untyped-def]
+                return None
+
+            def after(self, ctx, result, error):  # type: ignore[no-untyped-def]
+                return None
+
+        return [Nothing()]
     if variant == "ratelimit+accesslog":
         return [RateLimit("100000000/second", redis_url=False), AccessLog(file=os.devnull)]
     if variant == "ratelimit":
