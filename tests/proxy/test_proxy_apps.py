@@ -168,7 +168,7 @@ async def test_the_backends_settings_and_a_change_of_mind() -> None:
         assert APPS_EXTENSION not in proxy.extensions
     async with Client(proxy) as client:
         assert client.server_capabilities is not None
-        assert APPS_EXTENSION not in (client.server_capabilities.extensions or {})  # type: ignore[operator]
+        assert APPS_EXTENSION not in (client.server_capabilities.extensions or {})
 
     # A declaration the proxy was given itself stays, whatever the backend says.
     mine = MCPServer.proxy(MCPServer("plain-backend"))

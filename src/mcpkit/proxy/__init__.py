@@ -73,6 +73,7 @@ def proxy(
                 backend = resolve_target(spec, protocol=protocol, timeout=timeout, client_info=info)
                 child = ProxyServer(backend, server_name, **settings)
                 child.forwarder.on_task = parent.tasks.created
+                parent.tasks.pools[server_name] = child.pool
                 parent.mount(child, server_name)
             return parent
         if not specs:

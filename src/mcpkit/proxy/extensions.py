@@ -8,7 +8,9 @@ it came, and the proxy remembers which backend session made the task and for whi
 principal (:class:`ProxyTasks`, bounded); ``tasks/get``, ``tasks/update`` and
 ``tasks/cancel`` of that id go to that session, and anyone else's are "not found", as
 the extension says of another principal's task (the backend session may be shared by
-several callers, so it cannot tell them apart itself).
+several callers, so it cannot tell them apart itself). With Redis the map is kept there
+too (:mod:`mcpkit.proxy.shared_tasks`), so other instances, and this one restarted, reach
+the task on the caller's own backend session.
 
 **Skills** (``io.modelcontextprotocol/skills``, SEP-2640): the ``skill://`` resources are
 the backend's resources, published like any other; the proxy declares the extension
@@ -24,6 +26,7 @@ backend's settings, and only while the backend does (:func:`forward_apps`).
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -41,10 +44,13 @@ from ..protocol.skills import (
     unknown_skill,
 )
 from ..protocol.tasks import CreateTaskResult, DetailedTask, task_not_found
+from ..scale.errors import RedisUnavailable
 from ..server.context import Context
 from ..server.skills import SkillSet, SkillSettings
-from ..server.tasks import TaskManager, TaskSettings
-from .backend import Session
+from ..server.task_methods import task_caller
+from ..server.tasks import TaskManager, TaskSettings, redis_location
+from .backend import Pool, Session
+from .shared_tasks import Route, SharedTaskRoutes, session_of
 
 if TYPE_CHECKING:
     from ..protocol.requests import ServerRequest
@@ -61,6 +67,8 @@ FORWARDED_EXTENSIONS = (SKILLS_EXTENSION, APPS_EXTENSION)
 
 #: Tasks remembered at most (the oldest are forgotten first: "not found" after that).
 MAX_TASKS = 10_000
+
+logger = logging.getLogger("mcpkit.proxy")
 
 
 async def backend_request(
@@ -97,8 +105,8 @@ def forward_apps(server: MCPServer, settings: object, held: bool) -> bool:
 class ProxyTasks(TaskManager):
     """A proxy's tasks: those its backends made for its callers, forwarded by id.
 
-    A task id the proxy did not see created is looked up among the server's own tasks
-    (a mounted server's), like any other.
+    A task id the proxy did not see created is looked up in Redis (:attr:`shared`), then
+    among the server's own tasks (a mounted server's), like any other.
     """
 
     def __init__(self, settings: TaskSettings | None = None, *, max_tasks: int = MAX_TASKS) -> None:
@@ -108,6 +116,11 @@ class ProxyTasks(TaskManager):
         self.forwarded: OrderedDict[str, tuple[Endpoint, str | None]] = OrderedDict()
         #: Whether a tool's calls are forwarded (its proxy sets it): see :meth:`call_tool`.
         self.is_forwarded: Callable[[RegisteredTool], bool] = lambda tool: False
+        #: The backends' session pools by name ("" for a proxy's own, a config's servers by
+        #: theirs): where a task made through another instance is reached.
+        self.pools: dict[str, Pool] = {}
+        self._shared: SharedTaskRoutes | None = None
+        self._shared_chosen = False
 
     async def call_tool(
         self,
@@ -125,13 +138,40 @@ class ProxyTasks(TaskManager):
             return await tool.call(request.arguments, Context(conn, request, trip))
         return await super().call_tool(conn, request, tool, trip, after)
 
-    def created(self, ctx: Context, endpoint: Endpoint, task: CreateTaskResult) -> None:
-        """Remember that ``endpoint`` made ``task`` for the caller of ``ctx``."""
+    @property
+    def shared(self) -> SharedTaskRoutes | None:
+        """The map in Redis, or None (memory only): on the Redis this server's own tasks are
+        kept on (``TaskSettings.redis_url``, the HTTP app's ``redis_url``, ``MCPKIT_REDIS_URL``;
+        chosen on first use). A ``TaskSettings.store`` given without ``redis_url`` keeps it here."""
+        if not self._shared_chosen:
+            settings = self.settings
+            kept_here = settings.store is not None and settings.redis_url is None
+            location = None if kept_here else redis_location(settings, self._shared_redis)
+            self._shared = SharedTaskRoutes(*location) if location is not None else None
+            self._shared_chosen = True
+        return self._shared
+
+    def created(self, ctx: Context, endpoint: Endpoint, task: CreateTaskResult) -> Awaitable[None] | None:
+        """Remember that ``endpoint`` made ``task`` for the caller of ``ctx``; what to await
+        before the caller hears of it when the map is shared (another instance may be asked next)."""
         principal = ctx.principal
-        self.forwarded[task.task_id] = (endpoint, principal.key if principal is not None else None)
+        owner = principal.key if principal is not None else None
+        self.forwarded[task.task_id] = (endpoint, owner)
         self.forwarded.move_to_end(task.task_id)
         while len(self.forwarded) > self.max_tasks:
             self.forwarded.popitem(last=False)
+        shared = self.shared
+        if shared is None:
+            return None
+        name = next((n for n, p in self.pools.items() if getattr(endpoint, "pool", None) is p), None)
+        return None if name is None else self._share(shared, task, Route(name, owner))
+
+    async def _share(self, shared: SharedTaskRoutes, task: CreateTaskResult, route: Route) -> None:
+        try:
+            await shared.put(task.task_id, route, task.ttl_ms, self.max_tasks)
+        except RedisUnavailable as exc:
+            # The task is made and routed here all the same; only other instances miss it.
+            logger.warning("task %s is not shared with other proxy instances: %s", task.task_id, exc)
 
     def _owned(self, task_id: str, owner: str | None) -> Endpoint | None:
         entry = self.forwarded.get(task_id)
@@ -142,6 +182,32 @@ class ProxyTasks(TaskManager):
             # Another principal's task is "not found", never "forbidden" (as for local tasks).
             raise task_not_found(task_id)
         return endpoint
+
+    async def _route(self, task_id: str, owner: str | None) -> Endpoint | None:
+        """The backend session for ``tasks/*`` of ``task_id``: the one that made it here, else
+        (shared map) the caller's own session of the backend it was made on elsewhere; None
+        for a task no proxy instance made (one of this server's own, or unknown)."""
+        endpoint = self._owned(task_id, owner)
+        shared = self.shared if endpoint is None else None
+        if shared is None:
+            return endpoint
+        try:
+            route = await shared.get(task_id)
+        except RedisUnavailable as exc:
+            raise MCPError(
+                INTERNAL_ERROR, f"Tasks are unavailable for now: {exc}", {"retryAfter": 1}
+            ) from None
+        if route is None:
+            return None
+        caller = task_caller.get()
+        if route.owner != owner or (owner is not None and (caller is None or caller.key != owner)):
+            raise task_not_found(task_id)
+        pool = self.pools.get(route.backend)
+        if pool is None:
+            return None
+        # The caller's credentials of now (a principal's may be computed afresh): what the
+        # backend binds tasks to must be the principal, not the session (see the docs).
+        return await session_of(pool, caller)
 
     async def _forward(self, endpoint: Endpoint, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if isinstance(endpoint, Session):
@@ -159,22 +225,31 @@ class ProxyTasks(TaskManager):
         except Exception as exc:
             raise endpoint.unavailable(exc) from None
 
+    async def close(self) -> None:
+        """Stop the tasks run here (:meth:`TaskManager.close`) and close the Redis connections."""
+        try:
+            await super().close()
+        finally:
+            shared, self._shared, self._shared_chosen = self._shared, None, False
+            if shared is not None:
+                await shared.aclose()
+
     async def get(self, task_id: str, owner: str | None) -> DetailedTask:
-        endpoint = self._owned(task_id, owner)
+        endpoint = await self._route(task_id, owner)
         if endpoint is None:
             return await super().get(task_id, owner)
         body = await self._forward(endpoint, "tasks/get", {"taskId": task_id})
         return msgspec.convert(body, DetailedTask)
 
     async def update(self, task_id: str, owner: str | None, responses: Mapping[str, Any]) -> None:
-        endpoint = self._owned(task_id, owner)
+        endpoint = await self._route(task_id, owner)
         if endpoint is None:
             await super().update(task_id, owner, responses)
             return
         await self._forward(endpoint, "tasks/update", {"taskId": task_id, "inputResponses": dict(responses)})
 
     async def cancel(self, task_id: str, owner: str | None) -> None:
-        endpoint = self._owned(task_id, owner)
+        endpoint = await self._route(task_id, owner)
         if endpoint is None:
             await super().cancel(task_id, owner)
             return

@@ -51,8 +51,9 @@ LOCAL_PREFIX = "mcpkit-local/"
 #: The endpoint a new frontend request goes to.
 Pick = Callable[[Context], Awaitable[Endpoint]]
 Op = Callable[[Client, Any], Awaitable[Any]]
-#: Told of each task a backend made of a forwarded call: (ctx, endpoint, task).
-OnTask = Callable[[Context, Endpoint, CreateTaskResult], None]
+#: Told of each task a backend made of a forwarded call: (ctx, endpoint, task); what it
+#: returns, if anything, is awaited before the caller is answered.
+OnTask = Callable[[Context, Endpoint, CreateTaskResult], Awaitable[None] | None]
 
 
 class Forwarder:
@@ -203,7 +204,9 @@ class Forwarder:
                     except Exception as exc:
                         raise session.unavailable(exc) from None
                     if isinstance(answer, CreateTaskResult) and self.on_task is not None:
-                        self.on_task(ctx, session, answer)
+                        noted = self.on_task(ctx, session, answer)
+                        if noted is not None:
+                            await noted
                     return answer
                 if direct:
                     try:

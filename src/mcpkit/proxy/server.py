@@ -76,6 +76,7 @@ class ProxyServer(MCPServer):
         self.tasks = ProxyTasks(self.tasks.settings)
         self.legacy_tasks = LegacyTasks(self.tasks)
         self.tasks.is_forwarded = self._forwards
+        self.tasks.pools[""] = self.pool
         #: Forwards the calls, relaying what the backend asks (shared with the host gateway).
         self.forwarder = Forwarder(input_timeout, on_task=self.tasks.created)
         self._started = 0

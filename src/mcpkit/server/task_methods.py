@@ -10,17 +10,34 @@ there, the lifecycle has decided before a handler runs.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import types as t
+from ..protocol.auth import Principal
 from ..protocol.requests import ServerRequest
 from ..protocol.tasks import declares_tasks, missing_tasks_capability
 
 if TYPE_CHECKING:
     from .dispatcher import ServerDispatcher
 
-__all__ = ["TASK_HANDLERS"]
+__all__ = ["TASK_HANDLERS", "task_caller"]
+
+#: The principal of the 2026-07-28 ``tasks/get``, ``tasks/update`` or ``tasks/cancel`` being
+#: served, for a task manager that needs more of its caller than the owner key (a proxy's
+#: reaches a task made through another instance on that caller's backend credentials).
+task_caller: ContextVar[Principal | None] = ContextVar("mcpkit_task_caller", default=None)
+
+
+@contextlib.contextmanager
+def _calling(request: ServerRequest) -> Iterator[None]:
+    token = task_caller.set(request.principal)
+    try:
+        yield
+    finally:
+        task_caller.reset(token)
 
 
 def _modern(request: ServerRequest) -> bool:
@@ -40,12 +57,14 @@ async def _tasks_get(conn: ServerDispatcher, request: ServerRequest) -> Any:
     if not _modern(request):
         return await conn.server.legacy_tasks.get(request)  # (2025-11-25: the lifecycle saw to it)
     owner = _tasks_owner(request)
-    return await conn.server.tasks.get(request.params.task_id, owner)
+    with _calling(request):
+        return await conn.server.tasks.get(request.params.task_id, owner)
 
 
 async def _tasks_update(conn: ServerDispatcher, request: ServerRequest) -> Any:
     owner = _tasks_owner(request)
-    await conn.server.tasks.update(request.params.task_id, owner, request.params.input_responses)
+    with _calling(request):
+        await conn.server.tasks.update(request.params.task_id, owner, request.params.input_responses)
     return t.EmptyResult()
 
 
@@ -53,7 +72,8 @@ async def _tasks_cancel(conn: ServerDispatcher, request: ServerRequest) -> Any:
     if not _modern(request):
         return await conn.server.legacy_tasks.cancel(request)
     owner = _tasks_owner(request)
-    await conn.server.tasks.cancel(request.params.task_id, owner)
+    with _calling(request):
+        await conn.server.tasks.cancel(request.params.task_id, owner)
     return t.EmptyResult()
 
 

@@ -520,10 +520,10 @@ class TaskManager:
             await asyncio.wait(list(self._drivers))
 
 
-def _default_store(settings: TaskSettings, shared: tuple[str, str] | None = None) -> TaskStore:
-    """The store when none is given: Redis when a URL is (the settings', else the one the HTTP
-    app shares sessions on, else the environment's), as legacy HTTP sessions and rate limits
-    choose (``MCPKIT_REDIS_URL``, ``MCPKIT_REDIS_PREFIX``)."""
+def redis_location(settings: TaskSettings, shared: tuple[str, str] | None = None) -> tuple[str, str] | None:
+    """The Redis (URL, key prefix) tasks are kept on, or None for memory: the settings' URL,
+    else the one the HTTP app shares sessions on, else the environment's, as legacy HTTP
+    sessions and rate limits choose (``MCPKIT_REDIS_URL``, ``MCPKIT_REDIS_PREFIX``)."""
     url = settings.redis_url
     prefix = settings.redis_prefix
     if url is None and shared is not None:
@@ -531,11 +531,18 @@ def _default_store(settings: TaskSettings, shared: tuple[str, str] | None = None
     if url is None:
         url = os.environ.get("MCPKIT_REDIS_URL") or False
     if not url:
+        return None
+    return url, prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
+
+
+def _default_store(settings: TaskSettings, shared: tuple[str, str] | None = None) -> TaskStore:
+    """The store when none is given: Redis when :func:`redis_location` names one."""
+    location = redis_location(settings, shared)
+    if location is None:
         return MemoryTaskStore()
     from ..scale.tasks import RedisTaskStore  # needs the redis extra: imported only when used
 
-    prefix = prefix or os.environ.get("MCPKIT_REDIS_PREFIX") or "mcpkit"
-    return RedisTaskStore(url, prefix)
+    return RedisTaskStore(*location)
 
 
 @contextlib.contextmanager
