@@ -17,6 +17,7 @@ from ..server.app import MCPServer
 from ..server.tasks_legacy import LegacyTasks
 from .backend import Credentials, Pool, Session
 from .extensions import ProxyTasks
+from .mounted import serve_mounted
 from .server import ProxyServer
 from .targets import config_specs, resolve_target
 
@@ -75,6 +76,8 @@ def proxy(
                 child.forwarder.on_task = parent.tasks.created
                 parent.tasks.pools[server_name] = child.pool
                 parent.mount(child, server_name)
+            # Subscriptions and skills of the mounted proxies, which mounting does not carry.
+            serve_mounted(parent)
             return parent
         if not specs:
             raise ValueError("the config names no server")
