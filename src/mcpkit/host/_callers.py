@@ -22,25 +22,14 @@ from .._version import __version__
 from ..protocol import types as t
 from ..protocol.errors import MCPError
 from ..proxy.backend import Credentials, Endpoint, Pool
-from ..proxy.targets import resolve_target
+from ..proxy.targets import by_subject, resolve_target
 from ..server.context import Context
 from .backend import ServerUnavailable
 from .manager import Host
 
-__all__ = ["CallerSessions", "by_subject"]
+__all__ = ["CallerSessions"]
 
 _CLIENT_INFO = t.Implementation(name="mcpkit-host", version=__version__)
-
-
-def by_subject(table: Mapping[str, Mapping[str, str]]) -> Credentials:
-    """``credentials(principal)`` from a config's table: the entry of the principal's subject
-    (None, the shared connection, for a caller the table does not name)."""
-
-    def credentials(principal: Any) -> Mapping[str, str] | None:
-        subject = getattr(principal, "subject", None)
-        return table.get(subject) if isinstance(subject, str) else None
-
-    return credentials
 
 
 def _callers_only(credentials: Credentials) -> Credentials:

@@ -19,7 +19,7 @@ from .backend import Credentials, Pool, Session
 from .extensions import ProxyTasks
 from .mounted import serve_mounted
 from .server import ProxyServer
-from .targets import config_specs, resolve_target
+from .targets import config_specs, resolve_target, spec_credentials
 
 __all__ = ["Credentials", "Pool", "ProxyServer", "Session", "proxy"]
 
@@ -49,7 +49,8 @@ def proxy(
     (command) of that caller's backend session (callers with the same ones share it; None:
     the default session), and ``credentials(None)`` those of the default session, which
     also serves the lists and subscriptions; at most ``max_sessions`` sessions besides the
-    default stay open, each closed after ``idle_timeout`` seconds unused.
+    default stay open, each closed after ``idle_timeout`` seconds unused. Without it, a
+    config entry's ``credentials`` table (principal subject -> headers or environment) is used.
     ``input_timeout``: how long a backend call waits for a modern frontend to come back
     with what the backend asked. Other keywords go to :class:`MCPServer`.
     """
@@ -72,7 +73,8 @@ def proxy(
                 if spec.disabled:
                     continue
                 backend = resolve_target(spec, protocol=protocol, timeout=timeout, client_info=info)
-                child = ProxyServer(backend, server_name, **settings)
+                own = credentials or spec_credentials(spec)
+                child = ProxyServer(backend, server_name, **{**settings, "credentials": own})
                 child.forwarder.on_task = parent.tasks.created
                 parent.tasks.pools[server_name] = child.pool
                 parent.mount(child, server_name)
@@ -82,5 +84,7 @@ def proxy(
         if not specs:
             raise ValueError("the config names no server")
         target = next(iter(specs.values()))
+    # A config entry's own table (``credentials``: principal subject -> headers or env).
+    settings["credentials"] = credentials or spec_credentials(target)
     backend = resolve_target(target, protocol=protocol, timeout=timeout, client_info=info)
     return ProxyServer(backend, name or "proxy", **settings, **options)

@@ -17,7 +17,7 @@ from ..client import Client
 from ..client.options import InProcessServer
 from ..protocol import types as t
 
-__all__ = ["BackendTarget", "config_specs", "resolve_target"]
+__all__ = ["BackendTarget", "by_subject", "config_specs", "resolve_target", "spec_credentials"]
 
 #: Opens one backend client; given the caller's credentials (None: the default session).
 ClientMaker = Callable[[Mapping[str, str] | None], Client]
@@ -49,6 +49,28 @@ def config_specs(target: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
+def by_subject(table: Mapping[str, Mapping[str, str]]) -> Callable[[Any], Mapping[str, str] | None]:
+    """``credentials(principal)`` from a config's ``credentials`` table: the entry of the
+    principal's subject (None, the shared session, for no caller or one the table does not name)."""
+
+    def credentials(principal: Any) -> Mapping[str, str] | None:
+        subject = getattr(principal, "subject", None)
+        return table.get(subject) if isinstance(subject, str) else None
+
+    return credentials
+
+
+def spec_credentials(target: Any) -> Callable[[Any], Mapping[str, str] | None] | None:
+    """The ``credentials`` of a config entry (a :class:`~mcpkit.host.ServerSpec`) that has a
+    table of them, else None."""
+    table = getattr(target, "credentials", None) if _is_spec(target) else None
+    return by_subject(table) if isinstance(table, Mapping) and table else None
+
+
+def _is_spec(target: Any) -> bool:
+    return hasattr(target, "transport") and hasattr(target, "command") and hasattr(target, "url")
+
+
 def resolve_target(
     target: Any, *, protocol: str, timeout: float | None, client_info: t.Implementation
 ) -> BackendTarget:
@@ -68,7 +90,7 @@ def resolve_target(
             return Client(server, protocol=protocol, timeout=timeout, client_info=client_info)
 
         return BackendTarget(memory, f"in-process server {getattr(server, 'name', '')!r}", pools=False)
-    if hasattr(target, "transport") and hasattr(target, "command") and hasattr(target, "url"):
+    if _is_spec(target):
         return _from_spec(target, protocol=protocol, timeout=timeout, client_info=client_info)
     if isinstance(target, Mapping):
         specs = config_specs(target)
