@@ -24,7 +24,7 @@ from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
 from mcpkit.client.tasks import TaskHandle
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
-from mcpkit.protocol.errors import INVALID_PARAMS, REQUEST_CANCELLED
+from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, REQUEST_CANCELLED
 from mcpkit.proxy import ProxyServer
 from mcpkit.proxy.extensions import ProxyTasks
 from mcpkit.server.tasks import TaskSettings
@@ -276,3 +276,25 @@ async def test_a_config_of_several_servers_shares_its_routes(prefix: str) -> Non
             assert (await b.task(job.task_id).status()).status == "working"
             await b.task(job.task_id).cancel()
             await cancelled(job)
+
+
+async def test_redis_out_of_reach(prefix: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A task is still made and routed by its own instance (the miss is logged); another
+    instance answers -32603 with retryAfter rather than "not found" (the task may exist)."""
+    nowhere = "redis://127.0.0.1:1/0"
+    async with (
+        serve_http(backend_server(), auth=BearerAuthenticator(Tokens())) as backend_url,
+        instance(backend_url, prefix, redis_url=nowhere) as url_a,
+        instance(backend_url, prefix, redis_url=nowhere) as url_b,
+        Client(url_a, headers=as_("alice")) as a,
+        Client(url_b, headers=as_("alice")) as b,
+    ):
+        job = await a.start_tool("forever")
+        assert job.task_id is not None
+        assert "is not shared with other proxy instances" in caplog.text
+        assert (await job.status()).status == "working"
+        with pytest.raises(MCPError) as unavailable:
+            await b.task(job.task_id).status()
+        assert unavailable.value.code == INTERNAL_ERROR and unavailable.value.data == {"retryAfter": 1}
+        await job.cancel()
+        await cancelled(job)
