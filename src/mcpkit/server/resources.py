@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import heapq
 import re
 from collections.abc import Callable, Iterator
@@ -11,6 +10,7 @@ from typing import Any, Literal, TypeAlias
 
 from msgspec import UNSET
 
+from ..protocol import _binary as binary
 from ..protocol import types as t
 from ._memo import AnalysisMemo
 from .context import Context
@@ -308,13 +308,9 @@ def _contents(uri: str, value: Any, mime: str | None) -> list[t.ResourceContents
     if isinstance(value, list) and value and all(isinstance(v, t.ResourceContents) for v in value):
         return value
     if isinstance(value, bytes | bytearray | memoryview):
-        encoded = base64.b64encode(value)
-        # The raw bytes are not needed past here: dropping our reference (the only one when the
-        # handler kept none) keeps raw + base64 bytes + base64 text from all being alive at once.
-        value = None
-        blob = encoded.decode("ascii")
-        del encoded
-        return [t.ResourceContents(uri=uri, blob=blob, mime_type=mime or "application/octet-stream")]
+        # Kept as bytes until the answer is encoded (base64 written straight into the JSON: no
+        # base64 text beside it; bench/RESULTS.md, issue 18).
+        return [binary.blob(uri, value, mime or "application/octet-stream")]
     if isinstance(value, str):
         return [t.ResourceContents(uri=uri, text=value, mime_type=mime or "text/plain")]
     return [t.ResourceContents(uri=uri, text=json_text(value), mime_type=mime or "application/json")]

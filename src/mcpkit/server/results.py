@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from ..protocol import _binary as binary
 from ..protocol import types as t
 
 __all__ = ["CONTENT_LIKE", "CONTENT_TYPES", "Audio", "File", "Image", "to_content"]
@@ -48,16 +48,13 @@ class _Media:
                 return guessed
         return default
 
-    def _b64(self) -> str:
-        return base64.b64encode(self._bytes()).decode("ascii")
-
 
 class Image(_Media):
     """An image to return from a tool or prompt."""
 
     def to_content(self) -> t.ImageContent:
         """This image as an ``ImageContent`` block (base64 data and its MIME type)."""
-        return t.ImageContent(data=self._b64(), mime_type=self._mime("image", "image/png"))
+        return binary.image(self._bytes(), self._mime("image", "image/png"))
 
 
 class Audio(_Media):
@@ -65,7 +62,7 @@ class Audio(_Media):
 
     def to_content(self) -> t.AudioContent:
         """This audio as an ``AudioContent`` block (base64 data and its MIME type)."""
-        return t.AudioContent(data=self._b64(), mime_type=self._mime("audio", "audio/wav"))
+        return binary.audio(self._bytes(), self._mime("audio", "audio/wav"))
 
 
 class File(_Media):
@@ -79,7 +76,7 @@ class File(_Media):
             return t.EmbeddedResource(
                 resource=t.ResourceContents(uri=uri, mime_type=mime, text=self._bytes().decode())
             )
-        return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, blob=self._b64()))
+        return t.EmbeddedResource(resource=binary.blob(uri, self._bytes(), mime))
 
 
 #: What a handler may return as content: content blocks and the media helpers.

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
+from ..protocol import _binary as binary
 from ..protocol import types as t
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from ..protocol.skills import (
@@ -344,8 +345,7 @@ class SkillSet:
             text = None
         if text is not None and (info.text or mime.startswith("text/")):
             return [t.ResourceContents(uri=uri, mime_type=mime, text=text)]
-        blob = base64.b64encode(data).decode("ascii")
-        return [t.ResourceContents(uri=uri, mime_type=mime, blob=blob)]
+        return [binary.blob(uri, data, mime)]
 
     # -- the methods ---------------------------------------------------------
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,6 +12,7 @@ from urllib.parse import quote
 import httpx
 from msgspec import UNSET
 
+from ...protocol import _binary as binary
 from ...protocol import types as t
 from ...protocol.auth import Principal
 from ._operations import Argument, Operation
@@ -238,12 +238,11 @@ def tool_result(op: Operation, response: httpx.Response, body: bytes) -> t.CallT
         )
     if text is not None:
         return t.CallToolResult(content=[t.TextContent(text=text)])
-    data = base64.b64encode(body).decode("ascii")
     if content_type.startswith("image/"):
-        return t.CallToolResult(content=[t.ImageContent(data=data, mime_type=content_type)])
+        return t.CallToolResult(content=[binary.image(body, content_type)])
     if content_type.startswith("audio/"):
-        return t.CallToolResult(content=[t.AudioContent(data=data, mime_type=content_type)])
-    blob = t.BlobResourceContents(uri=str(response.url), blob=data, mime_type=content_type or UNSET)
+        return t.CallToolResult(content=[binary.audio(body, content_type)])
+    blob = binary.blob(str(response.url), body, content_type or UNSET)
     return t.CallToolResult(content=[t.EmbeddedResource(resource=blob)])
 
 
@@ -253,8 +252,7 @@ def resource_contents(uri: str, response: httpx.Response, body: bytes) -> list[t
     text = _text(body, response)
     if text is not None:
         return [t.TextResourceContents(uri=uri, text=text, mime_type=content_type)]
-    blob = base64.b64encode(body).decode("ascii")
-    return [t.BlobResourceContents(uri=uri, blob=blob, mime_type=content_type)]
+    return [binary.blob(uri, body, content_type)]
 
 
 def _text(body: bytes, response: httpx.Response) -> str | None:
