@@ -29,7 +29,7 @@ from ..protocol import http as h
 from ..protocol import jsonrpc
 from ..protocol.errors import HTTP_TRANSPORT_ERROR, MESSAGE_TOO_LARGE, MCPError
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, Oversized
-from .sse_reader import SSEEvent, SSEEventTooLarge, SSEParser
+from .sse_reader import SSEBytesEvent, SSEEventTooLarge, SSEParser
 
 __all__ = ["HTTPTransportError", "MessageTooLarge", "SSEClientChannel", "StreamableHTTPChannel"]
 
@@ -154,7 +154,7 @@ class _ChannelBase:
         """The SSE events of ``response``, each at most ``max_message_bytes``."""
         parser = SSEParser(self.max_message_bytes)
         async for chunk in response.aiter_bytes():
-            for event in parser.feed(chunk):
+            for event in parser.feed_bytes(chunk):
                 yield event
 
     async def read(self) -> list[bytes | Oversized] | None:
@@ -364,7 +364,7 @@ class StreamableHTTPChannel(_ChannelBase):
         """Forward an SSE stream's messages; True once the answer to ``request_id`` came."""
         state = state if state is not None else {}
         answered = False
-        event: SSEEvent
+        event: SSEBytesEvent
         try:
             async for event in self._events(response):
                 if event.id:
@@ -373,7 +373,7 @@ class StreamableHTTPChannel(_ChannelBase):
                     state["retry"] = event.retry
                 if not event.data:
                     continue  # priming event: only an id and a retry interval
-                data = event.data.encode()
+                data = event.data
                 await self._deliver(data)
                 if request_id is not None and not answered:
                     with contextlib.suppress(msgspec.DecodeError, RecursionError):
@@ -499,7 +499,7 @@ class SSEClientChannel(_ChannelBase):
                     return
                 async for event in self._events(response):
                     if event.event == "endpoint":
-                        endpoint = urljoin(self.url, event.data.strip())
+                        endpoint = urljoin(self.url, event.data.decode().strip())
                         if _origin(endpoint) != _origin(self.url):
                             # The endpoint must be on the same origin (2024-11-05 transports).
                             logger.warning("refusing cross-origin endpoint %s", endpoint)
@@ -507,7 +507,7 @@ class SSEClientChannel(_ChannelBase):
                         self.endpoint = endpoint
                         self._ready.set()
                     elif event.data:
-                        data = event.data.encode()
+                        data = event.data
                         if self._unanswered:
                             with contextlib.suppress(msgspec.DecodeError, RecursionError):
                                 reply = _reply.decode(data)
