@@ -23,6 +23,8 @@ Usage::
     python bench/payload_bench.py                  # all peers, 1 rep; writes its RESULTS.md section + plots
     python bench/payload_bench.py --smoke          # mcpkit/official, 1 KiB and 64 KiB, stdio + http-json,
                                                    # call-text and read-blob, 2 calls each; writes nothing
+    python bench/payload_bench.py --no-write --peers mcpkit --kinds read-blob --sizes 16777216
+                                                   # one point (a fresh server goes straight to 16 MiB)
 """
 
 from __future__ import annotations
@@ -321,9 +323,11 @@ class Settings:
     seed: int
     smoke: bool = False
     kinds: tuple[str, ...] = KINDS
+    #: Draw the PNGs under docs/img/bench (off with --no-write: they go with the RESULTS.md section).
+    plots: bool = True
 
     def calls(self, size: int) -> int:
-        return SMOKE_CALLS if self.smoke else CALLS[size]
+        return SMOKE_CALLS if self.smoke else CALLS.get(size, 2)
 
 
 @dataclass
@@ -531,7 +535,7 @@ def render_report(st: Stats, cfg: Settings, machine: Sequence[str], title_level:
 
 def plot(st: Stats, cfg: Settings) -> list[Path]:
     """One PNG for latency and one for the server's peak RSS, per transport x kind; [] without matplotlib."""
-    if cfg.smoke:
+    if cfg.smoke or not cfg.plots:
         return []
     try:
         import matplotlib
@@ -585,15 +589,24 @@ def failed(st: Stats) -> bool:
     return bool(st.failures)
 
 
-def settings(smoke: bool, peers: Sequence[str], seed: int, reps: int | None = None) -> Settings:
+def settings(
+    smoke: bool,
+    peers: Sequence[str],
+    seed: int,
+    reps: int | None = None,
+    *,
+    transports: Sequence[str] | None = None,
+    kinds: Sequence[str] | None = None,
+    sizes: Sequence[int] | None = None,
+) -> Settings:
     return Settings(
         peers=[p for p in (SMOKE_PEERS if smoke else PEERS) if p in peers],
-        transports=("stdio", "http-json") if smoke else TRANSPORTS,
-        sizes=SMOKE_SIZES if smoke else SIZES,
+        transports=tuple(transports or (("stdio", "http-json") if smoke else TRANSPORTS)),
+        sizes=tuple(sorted(sizes)) if sizes else (SMOKE_SIZES if smoke else SIZES),
         reps=reps or 1,
         seed=seed,
         smoke=smoke,
-        kinds=SMOKE_KINDS if smoke else KINDS,
+        kinds=tuple(kinds or (SMOKE_KINDS if smoke else KINDS)),
     )
 
 
@@ -609,11 +622,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--reps", type=int, default=None)
     p.add_argument("--peers", nargs="+", choices=PEERS, default=None)
+    # One point of the curve (e.g. a fresh server straight to 16 MiB, which the ladder of sizes never does).
+    p.add_argument("--transports", nargs="+", choices=TRANSPORTS, default=None)
+    p.add_argument("--kinds", nargs="+", choices=KINDS, default=None)
+    p.add_argument("--sizes", nargs="+", type=int, default=None, help="payload sizes in bytes")
     add_run_options(p, install=True)
     a = p.parse_args(argv)
     seed = a.seed if a.seed is not None else random.randrange(2**32)
     setup = setup_peers(a.peers or (SMOKE_PEERS if a.smoke else PEERS), install=not a.no_install)
-    cfg = settings(a.smoke, setup.available, seed, a.reps)
+    cfg = settings(
+        a.smoke, setup.available, seed, a.reps, transports=a.transports, kinds=a.kinds, sizes=a.sizes
+    )
+    cfg.plots = not a.no_write
     source = mcpkit_source(snapshot=not a.live_source)
     try:
         st = bench(cfg, source)
