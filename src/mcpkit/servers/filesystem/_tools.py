@@ -9,7 +9,6 @@ said which directories the call may use.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import mimetypes
 import os
@@ -21,6 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from ...protocol import _binary as binary
 from ...protocol import types as t
 from ...server import Context, MCPServer
 from ._access import Access
@@ -160,14 +160,15 @@ def register_tools(server: MCPServer, access: Access) -> None:
 
         def work(box: Sandbox) -> t.ContentBlock:
             r = box.resolve(path)
-            data = base64.b64encode(box.read_bytes(r)).decode("ascii")
+            # Kept as bytes: base64 is written straight into the answer (no text copy, issue 18).
+            data = box.read_bytes(r)
             mime = _media_type(r.real)
             if mime.startswith("image/"):
-                return t.ImageContent(data=data, mime_type=mime)
+                return binary.image(data, mime)
             if mime.startswith("audio/"):
-                return t.AudioContent(data=data, mime_type=mime)
+                return binary.audio(data, mime)
             uri = PurePosixPath(r.real).as_uri()
-            return t.EmbeddedResource(resource=t.ResourceContents(uri=uri, mime_type=mime, blob=data))
+            return t.EmbeddedResource(resource=binary.blob(uri, data, mime))
 
         return t.CallToolResult(content=[await run(ctx, work)])
 
