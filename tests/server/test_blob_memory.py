@@ -2,9 +2,10 @@
 
 The server measures itself with ``tracemalloc`` (allocations, not timing) and its VmHWM: the
 peak while it builds, encodes and writes one answer of ``SIZE`` raw bytes, above what it held
-before, over stdio and Streamable HTTP (JSON and SSE answers). Bytes a handler returns are
-kept as bytes and base64-encoded straight into the JSON (``mcpkit.protocol._binary``): raw +
-JSON. Through the base64 text it was raw or base64 bytes + the text + the JSON.
+before, over stdio and Streamable HTTP (legacy sessions answering in JSON and in SSE, and
+2026-07-28 requests). Bytes a handler returns are kept as bytes and base64-encoded straight
+into the JSON (``mcpkit.protocol._binary``): raw + JSON. Through the base64 text it was raw or
+base64 bytes + the text + the JSON.
 """
 
 from __future__ import annotations
@@ -102,13 +103,15 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def connected(transport: str, script: Path, env: dict[str, str]) -> AsyncIterator[Client]:
+    """``json``/``sse``: legacy sessions answering in JSON or SSE; ``modern``: 2026-07-28 requests."""
     if transport == "stdio":
         argv = [sys.executable, str(script), str(SIZE), "stdio"]
         async with Client(argv, env=env, timeout=120) as client:
             yield client
         return
     port = free_port()
-    argv = [sys.executable, str(script), str(SIZE), transport, str(port)]
+    mode, protocol = ("json", "2026-07-28") if transport == "modern" else (transport, "2025-11-25")
+    argv = [sys.executable, str(script), str(SIZE), mode, str(port)]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def ready() -> bool:
@@ -121,7 +124,7 @@ async def connected(transport: str, script: Path, env: dict[str, str]) -> AsyncI
     try:
         wait_until(ready, timeout=30)
         url = f"http://127.0.0.1:{port}/mcp"
-        async with Client(url, protocol="2025-11-25", timeout=120) as client:
+        async with Client(url, protocol=protocol, timeout=120) as client:
             yield client
     finally:
         proc.terminate()
@@ -154,7 +157,7 @@ async def fetch(client: Client, what: str) -> int:
     return len(block.data)
 
 
-@pytest.mark.parametrize("transport", ["stdio", "json", "sse"])
+@pytest.mark.parametrize("transport", ["stdio", "json", "sse", "modern"])
 async def test_a_large_binary_answer_costs_under_the_bound(
     transport: str, tmp_path: Path, subprocess_env: dict[str, str]
 ) -> None:
