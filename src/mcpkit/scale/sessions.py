@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -75,16 +76,21 @@ return n
 
 
 # Every request of a shared session: read the record, push its expiry forward,
-# and (optionally) claim the request id, in one round trip.
+# and claim the request ids KEYS[4..] (one for a request, one per request of a
+# batch; none for a notification), in one round trip. The reply is the record's
+# fields, then one flag per id (1: claimed here); no flags when the session is
+# unknown (nothing is claimed then). A batch holding one id twice claims it once.
 _FETCH = """
 local fields = redis.call('HGETALL', KEYS[1])
-if #fields == 0 then return {fields, 1} end
+if #fields == 0 then return {fields} end
 redis.call('EXPIRE', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], 'XX', ARGV[2], ARGV[3])
-local claimed = 1
-if KEYS[4] and not redis.call('SET', KEYS[4], ARGV[4], 'NX', 'EX', ARGV[1]) then claimed = 0 end
-return {fields, claimed}
+local reply = {fields}
+for i = 4, #KEYS do
+  reply[i - 2] = redis.call('SET', KEYS[i], ARGV[4], 'NX', 'EX', ARGV[1]) and 1 or 0
+end
+return reply
 """
 
 
@@ -125,24 +131,29 @@ class RedisSessionStore:
         pipe.zadd(self.live, {sid: time.time() + self.ttl})
         await self.backend.call(pipe.execute())
 
-    async def fetch(self, sid: str, claim: int | str | None = None) -> tuple[SessionRecord | None, bool]:
+    async def fetch(
+        self, sid: str, claims: Sequence[int | str] = ()
+    ) -> tuple[SessionRecord | None, list[bool]]:
         """The session's record (None when unknown or expired), refreshing its expiry.
 
-        With ``claim`` (a request id), also claims that id for the session in the
-        same round trip: the second value says whether no other worker has that
-        request in flight (JSON-RPC ids must be unique among a sender's requests).
+        ``claims`` (request ids) are claimed for the session in the same round
+        trip: the second value says, for each, whether this call claimed it, i.e.
+        no request of the session with that id is in flight on any worker
+        (JSON-RPC ids must be unique among a sender's requests). Nothing is
+        claimed for an unknown session (all False then).
         """
         keys = [self._rec(sid), self._subs(sid), self.live]
-        if claim is not None:
-            keys.append(self._claim(sid, claim))
+        for request_id in claims:
+            keys.append(self._claim(sid, request_id))
         args = (self.ttl, time.time() + self.ttl, sid, self.backend.worker_id)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if not self._fetches:
             asyncio.get_running_loop().call_soon(self._flush_fetches)
         self._fetches.append((keys, args, fut))
-        flat, claimed_flag = await fut
+        reply: list[Any] = await fut
+        flat = reply[0]
+        claimed = [flag == 1 for flag in reply[1:]] if len(reply) > 1 else [False] * len(claims)
         fields: dict[bytes, bytes] = dict(zip(flat[::2], flat[1::2], strict=True))
-        claimed = claim is None or bool(claimed_flag)
         raw = fields.get(b"r")
         if raw is None:
             return None, claimed
@@ -198,10 +209,12 @@ class RedisSessionStore:
             pipe.expire(self._claim(sid, request_id), self.ttl)
         await self.backend.call(pipe.execute())
 
-    def release(self, sid: str, request_id: int | str) -> None:
-        """The request is over: its id may be used again (queued, not awaited)."""
-        key = self._claim(sid, request_id)
-        self.backend.write(lambda pipe: pipe.delete(key))
+    def release(self, sid: str, *request_ids: int | str) -> None:
+        """The requests are over (or were not run): their ids may be used again
+        (queued, not awaited)."""
+        keys = [self._claim(sid, request_id) for request_id in request_ids]
+        if keys:
+            self.backend.write(lambda pipe: pipe.delete(*keys))
 
     async def set_log_level(self, sid: str, level: str | None) -> None:
         if level is None:

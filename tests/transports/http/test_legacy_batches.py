@@ -15,7 +15,8 @@ from typing import Any
 from asgi_exchange import Exchange
 
 from mcpkit import MCPServer
-from mcpkit.transports.http import StreamableHTTPApp
+from mcpkit.protocol.auth import AuthError, Principal
+from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
 
 V = "2025-03-26"
 
@@ -104,4 +105,85 @@ async def test_a_batch_holding_one_id_twice_answers_both_items() -> None:
         assert answers[1]["result"]["content"][0]["text"] == "released"
     finally:
         release.set()
+        await app.shutdown()
+
+
+async def test_a_cancelled_batch_item_ends_and_the_batch_answers_the_rest() -> None:
+    """Before: a batch item cancelled by notifications/cancelled (no answer is due) left
+    the batch waiting for ever on its stream, so the rest of the batch was never answered."""
+    app, sid, started, release = await _session()
+    try:
+        batch = _post(app, sid, [_rpc(5, "tools/call", HOLD), _rpc(6, "ping")])
+        await asyncio.wait_for(started.wait(), 5)
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
+        await asyncio.wait_for(_post(app, sid, cancel).task, 5)
+        await asyncio.wait_for(batch.task, 5)
+        assert batch.messages() == [[{"jsonrpc": "2.0", "id": 6, "result": {}}]]
+    finally:
+        release.set()
+        await app.shutdown()
+
+
+class _ScopedAuth:
+    """``Bearer <scope>,<scope>``: a caller holding those scopes."""
+
+    async def authenticate(self, authorization: str | None, resource: str) -> Principal:
+        scopes = (authorization or "").removeprefix("Bearer ").split(",")
+        return Principal(subject="alice", scopes=frozenset(s for s in scopes if s))
+
+    def insufficient_scope(self, required: frozenset[str], resource: str) -> AuthError:
+        return AuthError(403, "insufficient scope", 'Bearer error="insufficient_scope"')
+
+    def metadata(self, resource: str) -> dict[str, Any]:
+        return {"resource": resource, "authorization_servers": ["https://as.example"]}
+
+
+async def test_a_batched_call_needs_the_tools_scopes_as_a_single_call_does() -> None:
+    """Before: a batch item was never checked against its tool's ``scopes=`` (only a single
+    POST was), so a caller lacking them ran the tool by batching the call."""
+    server = MCPServer("batches", "1.0")
+    ran: list[str] = []
+
+    @server.tool(scopes=["admin"])
+    def secret() -> str:
+        ran.append("secret")
+        return "secret"
+
+    app = StreamableHTTPApp(server, HTTPSettings(auth=_ScopedAuth()))
+    await app.startup()
+    try:
+        headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": V,
+        }
+
+        def send(body: Any, scopes: str, sid: str | None) -> Exchange:
+            extra = {"authorization": f"Bearer {scopes}"}
+            if sid is not None:
+                extra["mcp-session-id"] = sid
+            return Exchange(app, "POST", "/mcp", headers | extra, json.dumps(body).encode())
+
+        init = send(
+            _rpc(
+                1,
+                "initialize",
+                {"protocolVersion": V, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+            ),
+            "",
+            None,
+        )
+        await init.task
+        sid = init.headers["mcp-session-id"]
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"}, "", sid).task
+        call = _rpc(2, "tools/call", {"name": "secret", "arguments": {}})
+        for body in (call, [_rpc(3, "ping"), call]):
+            refused = send(body, "read", sid)
+            await asyncio.wait_for(refused.task, 5)
+            assert refused.status == 403 and ran == [], (body, refused.status, refused.chunks)
+        allowed = send([_rpc(3, "ping"), call], "read,admin", sid)
+        await asyncio.wait_for(allowed.task, 5)
+        (answers,) = allowed.messages()
+        assert [m["id"] for m in answers] == [3, 2] and ran == ["secret"]
+    finally:
         await app.shutdown()

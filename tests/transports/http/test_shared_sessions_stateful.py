@@ -7,7 +7,10 @@ session to either worker, through interleavings of: initialize, quick and held
 tool calls, handlers that report progress, ask the client for its roots (the
 answer POSTed to either worker is relayed to the one that asked) and finish or
 fail, ``notifications/cancelled`` sent to either worker, an id reused while its
-first request runs (on the same or the other worker), the client dropping a
+first request runs (on the same or the other worker), JSON-RPC batches in
+2025-03-26 sessions (quick calls, a held call, an id used twice, an id in flight
+on either worker, answers to roots/list and cancellations for either worker),
+the client dropping a
 response mid-stream and resuming it with ``Last-Event-ID`` on either worker,
 DELETE on either worker, the session's record expiring in Redis, and requests
 for unknown or ended sessions.
@@ -20,8 +23,8 @@ Invariants:
 * each call's final answer reaches the client at most once over its POST and
   its resumptions, under its own id, with the outcome its handler produced;
   a finished handler's answer reaches a client that stays (or resumes);
-* a duplicate id is refused under that id (on either worker), the first
-  request untouched;
+* a duplicate id is refused under that id (on either worker, alone or in a
+  batch), the first request untouched; each other batch item is answered once;
 * a deleted or expired session is refused (404) on both workers, and once a
   worker has heard of the end its handlers for it end and its responses close;
   no request is left pending when the machine stops;
@@ -34,6 +37,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import time
@@ -59,6 +63,8 @@ pytestmark = pytest.mark.timeout(TIMEOUT)
 
 REDIS = "redis://127.0.0.1:6379/0"
 LEGACY = "2025-11-25"
+#: The revision with JSON-RPC batches.
+BATCHES = "2025-03-26"
 #: How long a step waits for what it caused (Redis round trips, relays between workers).
 WAIT = 5.0
 
@@ -70,9 +76,28 @@ def _note(what: str) -> None:
         pass
 
 
+def _flat(messages: list[Any]) -> list[Any]:
+    """Messages with batch answers (a JSON array) spread out."""
+    return [m for x in messages for m in (x if isinstance(x, list) else [x])]
+
+
+def _outcome(message: dict[str, Any]) -> str:
+    """A tool call's text, or an error's message (else the message itself)."""
+    if "error" in message:
+        return str(message["error"].get("message"))
+    content = message.get("result", {}).get("content")
+    return str(content[0]["text"]) if content else repr(message)
+
+
+def _stopped(call: Call) -> bool:
+    """The handler has ended and so has every response of its request."""
+    return call.ended is not None and all(x.task.done() for x in call.views())
+
+
 @dataclass
 class Session:
     sid: str
+    version: str = LEGACY
     alive: bool = True
     #: The standalone GET stream, on either worker.
     get: Exchange | None = None
@@ -94,6 +119,8 @@ class Call:
     ended: str | None = None
     commands: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     progress_sent: int = 0
+    #: Sent in a batch (answered in its JSON array, which carries nothing else for it).
+    batch: bool = False
 
     def views(self) -> list[Exchange]:
         return [x for x in (self.post, *self.resumes) if x is not None]
@@ -102,12 +129,12 @@ class Call:
         return [
             m
             for x in self.views()
-            for m in x.messages()
+            for m in _flat(x.messages())
             if m.get("id") == self.rid and ("result" in m or "error" in m)
         ]
 
     def asks(self) -> list[Any]:
-        return [m for x in self.views() for m in x.messages() if m.get("method") == "roots/list"]
+        return [m for x in self.views() for m in _flat(x.messages()) if m.get("method") == "roots/list"]
 
     def last_event_id(self) -> str | None:
         ids = [e.id for x in self.views() if x.sse for e in x.events() if e.id is not None]
@@ -130,6 +157,8 @@ class SharedMachine(RuleBasedStateMachine):
         self.keys = itertools.count(1)
         self.exchanges: list[Exchange] = []
         self.answered: set[Any] = set()
+        #: Batches sent, with the answer each quick item expects (its text, or "in use").
+        self.batches: list[tuple[Exchange, list[tuple[int, str]]]] = []
         self.apps = [self._worker(), self._worker()]
         for app in self.apps:
             self.loop.run_until_complete(app.startup())
@@ -206,14 +235,15 @@ class SharedMachine(RuleBasedStateMachine):
         headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
         if session is not None:
             headers["mcp-session-id"] = session if isinstance(session, str) else session.sid
-            headers["mcp-protocol-version"] = LEGACY
+            headers["mcp-protocol-version"] = session.version if isinstance(session, Session) else LEGACY
         response = self.exchange(worker, "POST", headers, body)
         if wait:
             self.wait(lambda: response.complete, f"the answer to {body}")
         return response
 
     def get(self, worker: int, session: Session | str, last_event_id: str | None = None) -> Exchange:
-        headers = {"accept": "text/event-stream", "mcp-protocol-version": LEGACY}
+        version = session.version if isinstance(session, Session) else LEGACY
+        headers = {"accept": "text/event-stream", "mcp-protocol-version": version}
         headers["mcp-session-id"] = session if isinstance(session, str) else session.sid
         if last_event_id is not None:
             headers["last-event-id"] = last_event_id
@@ -243,23 +273,28 @@ class SharedMachine(RuleBasedStateMachine):
     # -- rules: sessions ----------------------------------------------------------------
 
     @initialize(
-        worker=st.integers(0, 1), other=st.integers(0, 1), first=st.sampled_from([None, "progress", "ask"])
+        worker=st.integers(0, 1),
+        other=st.integers(0, 1),
+        first=st.sampled_from([None, "progress", "ask"]),
+        old=st.booleans(),
     )
-    def a_session_with_a_call(self, worker: int, other: int, first: str | None) -> None:
-        self.open_session(worker)
+    def a_session_with_a_call(self, worker: int, other: int, first: str | None, old: bool = False) -> None:
+        self.open_session(worker, old)
         self.held_call(0, other, progress=first == "progress")
         if first is not None:
             self.handler_acts(0, first)
 
     @precondition(lambda self: len(self.alive()) < 3)
-    @rule(worker=st.integers(0, 1))
-    def open_session(self, worker: int) -> None:
+    @rule(worker=st.integers(0, 1), old=st.booleans())
+    def open_session(self, worker: int, old: bool = False) -> None:
+        """``old``: a 2025-03-26 session (the revision with batches)."""
+        version = BATCHES if old else LEGACY
         body = {
             "jsonrpc": "2.0",
             "id": 1,
             "method": "initialize",
             "params": {
-                "protocolVersion": LEGACY,
+                "protocolVersion": version,
                 "capabilities": {"roots": {}},
                 "clientInfo": {"name": "stateful", "version": "0"},
             },
@@ -267,16 +302,17 @@ class SharedMachine(RuleBasedStateMachine):
         response = self.post(worker, None, body)
         assert response.status == 200, response.chunks
         sid = response.headers["mcp-session-id"]
-        done = self.post(1 - worker, sid, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        session = Session(sid, version)
+        done = self.post(1 - worker, session, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         assert done.status == 202, done.status
-        self.sessions.append(Session(sid))
+        self.sessions.append(session)
 
     @precondition(lambda self: self.alive())
     @rule(pick=st.integers(0, 100), worker=st.integers(0, 1))
     def delete_session(self, pick: int, worker: int) -> None:
         session = self.alive()[pick % len(self.alive())]
         response = self.exchange(
-            worker, "DELETE", {"mcp-session-id": session.sid, "mcp-protocol-version": LEGACY}
+            worker, "DELETE", {"mcp-session-id": session.sid, "mcp-protocol-version": session.version}
         )
         self.wait(lambda: response.complete, "DELETE")
         assert response.status == 200, (response.status, response.chunks)
@@ -384,6 +420,8 @@ class SharedMachine(RuleBasedStateMachine):
     )
     def handler_acts(self, pick: int, command: str) -> None:
         call = self.running()[pick % len(self.running())]
+        if call.batch and command == "ask":
+            command = "progress"  # a batch's JSON answer carries no request to the client
         asks, progress = len(call.asks()), call.progress_sent
         call.commands.put_nowait(command)
         if call.asking:
@@ -462,10 +500,119 @@ class SharedMachine(RuleBasedStateMachine):
         assert "error" in message and message["id"] == call.rid, message
         assert call.ended is None
 
-    @precondition(lambda self: any(c.live_view() for c in self.running()))
+    def _batch_sessions(self) -> list[Session]:
+        return [s for s in self.alive() if s.version == BATCHES]
+
+    @precondition(lambda self: self._batch_sessions())
+    @rule(
+        pick=st.integers(0, 100),
+        worker=st.integers(0, 1),
+        kinds=st.lists(
+            st.sampled_from(["echo", "twice", "reuse", "held", "answer", "cancel"]), min_size=1, max_size=4
+        ),
+    )
+    def batch(self, pick: int, worker: int, kinds: list[str]) -> None:
+        """A JSON-RPC batch (2025-03-26) on either worker: each request's id is claimed
+        across workers as a single request's is (an id in flight anywhere is refused
+        under it, the other items run); answers and cancellations in it reach the
+        worker they are for."""
+        session = self._batch_sessions()[pick % len(self._batch_sessions())]
+        body: list[Any] = []
+        expect: list[tuple[int, str]] = []
+        held: Call | None = None
+        touched: list[Call] = []  # running calls a reuse, answer or cancel already names
+        answered: list[Call] = []
+        cancelled: list[Call] = []
+
+        def free_calls() -> list[Call]:
+            return [c for c in self.running() if c.session is session and c is not held and c not in touched]
+
+        for n, kind in enumerate(kinds):
+            if kind in ("echo", "twice"):
+                rid = next(session.ids)
+                item = {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": f"hi {rid}"}},
+                }
+                body.append(item)
+                expect.append((rid, f"hi {rid}"))
+                if kind == "twice":
+                    body.append(item)
+                    expect.append((rid, "in use"))
+            elif kind == "held":
+                if held is not None or len(self.running()) >= 5:
+                    continue
+                key = next(self.keys)
+                held = Call(key, session, next(session.ids), worker, batch=True)
+                self.calls[key] = held
+                body.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": held.rid,
+                        "method": "tools/call",
+                        "params": {"name": "hold", "arguments": {"key": key}},
+                    }
+                )
+            elif kind == "reuse":
+                calls = free_calls()
+                if calls:
+                    call = calls[n % len(calls)]
+                    touched.append(call)
+                    body.append({"jsonrpc": "2.0", "id": call.rid, "method": "ping"})
+                    expect.append((call.rid, "in use"))
+                    _note(
+                        "batch reused an id of the other worker"
+                        if worker != call.worker
+                        else "batch reused an id"
+                    )
+            elif kind == "answer":
+                pairs = [(c, a) for c in free_calls() for a in c.asks() if a["id"] not in self.answered]
+                if pairs:
+                    call, ask = pairs[n % len(pairs)]
+                    touched.append(call)
+                    answered.append(call)
+                    self.answered.add(ask["id"])
+                    body.append({"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": []}})
+                    _note(
+                        "batch answered for the other worker" if worker != call.worker else "batch answered"
+                    )
+            else:
+                calls = free_calls()
+                if calls:
+                    call = calls[n % len(calls)]
+                    touched.append(call)
+                    cancelled.append(call)
+                    call.cancelled = True
+                    body.append(
+                        {
+                            "jsonrpc": "2.0",
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": call.rid, "reason": "test"},
+                        }
+                    )
+        if not body:
+            return
+        _note(f"a batch of {len(body)}")
+        response = self.post(worker, session, body, wait=held is None)
+        self.batches.append((response, expect))
+        if held is not None:
+            held.post = response
+            self.wait(lambda: held is not None and held.started, "a batch's held call to start")
+        for call in answered:
+            self.wait(
+                functools.partial(self._quiet, call), "a batched answer to arrive and the handler to go on"
+            )
+        for call in cancelled:
+            self.wait(functools.partial(_stopped, call), "a handler cancelled in a batch to stop")
+        if held is None:
+            assert response.status == (200 if expect else 202), (response.status, response.chunks)
+
+    @precondition(lambda self: any(c.live_view() and not c.batch for c in self.running()))
     @rule(pick=st.integers(0, 100))
     def client_drops(self, pick: int) -> None:
-        calls = [c for c in self.running() if c.live_view()]
+        calls = [c for c in self.running() if c.live_view() and not c.batch]
         call = calls[pick % len(calls)]
         view = call.live_view()
         assert view is not None
@@ -526,6 +673,21 @@ class SharedMachine(RuleBasedStateMachine):
                 raise AssertionError(f"call {call.key} ({call.ended}) answered {final}")
 
     @invariant()
+    def batch_items_answered_once_and_correctly(self) -> None:
+        for response, expect in self.batches:
+            if not response.complete:
+                continue
+            got = sorted(
+                (m["id"], _outcome(m))
+                for m in _flat(response.messages())
+                if m["id"] in {rid for rid, _ in expect}
+            )
+            wanted = sorted(
+                (rid, f"id {rid} is already in use" if what == "in use" else what) for rid, what in expect
+            )
+            assert got == wanted, (got, wanted)
+
+    @invariant()
     def progress_in_order_and_once(self) -> None:
         for call in self.calls.values():
             seen = [e.id for x in call.views() if x.sse for e in x.events() if e.id is not None and e.data]
@@ -533,7 +695,7 @@ class SharedMachine(RuleBasedStateMachine):
             progress = [
                 m["params"]["progress"]
                 for x in call.views()
-                for m in x.messages()
+                for m in _flat(x.messages())
                 if m.get("method") == "notifications/progress"
             ]
             assert progress == sorted(progress) and len(progress) == len(set(progress)), progress
@@ -667,5 +829,31 @@ def test_a_resumed_stream_of_a_cancelled_request_ends(resume_on: int) -> None:
         assert resumed.live
         machine.cancel(0, 1 - resume_on)  # waits for every response of the call to end
         assert resumed.complete and call.finals() == []
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.parametrize("batch_on", [0, 1])
+def test_batches_claim_answer_and_cancel_across_workers(batch_on: int) -> None:
+    """Before: a 2025-03-26 batch claimed none of its ids in Redis (an id running on one
+    worker ran again from a batch on the other, and a single request reusing a batched
+    call's id ran on the other worker), answers and cancellations in a batch were never
+    relayed to the worker they were for, and a batch whose call was cancelled never ended."""
+    machine = SharedMachine()
+    try:
+        machine.a_session_with_a_call(worker=0, other=0, first="ask", old=True)
+        machine.batch(0, batch_on, ["reuse", "twice"])  # call 1's id: refused
+        machine.batch(0, batch_on, ["answer", "echo"])  # its roots/list answer, relayed to worker 0
+        machine.batch(0, 1 - batch_on, ["held", "echo"])  # call 2, held in a batch
+        machine.reuse_id(1, batch_on)  # call 2's id, alone: refused
+        machine.batch(0, batch_on, ["echo", "cancel"])  # cancels call 2: its batch ends
+        machine.handler_acts(0, "done")
+        calls = machine.calls
+        assert calls[1].ended == "done" and calls[2].ended == "cancelled"
+        machine.no_exchange_failed()
+        machine.each_call_is_answered_once_and_correctly()
+        machine.batch_items_answered_once_and_correctly()
+        assert all(response.complete for response, _ in machine.batches)
+        assert [len(expect) for _, expect in machine.batches] == [3, 1, 1, 1]
     finally:
         machine.teardown()

@@ -7,6 +7,8 @@ it reads the app's server, settings, sessions and shared store.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
@@ -15,7 +17,7 @@ from ...protocol import http as h
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST, ProtocolError
 from ...protocol.jsonrpc import ErrorResponse, Request, Response
-from ...protocol.requests import ServerRequest
+from ...protocol.requests import ServerRequest, decode_request
 from ...protocol.versions import ProtocolVersion, parse_version
 from ...scale.errors import RedisUnavailable
 from ...session.engine import Engine
@@ -62,21 +64,28 @@ class LegacyRoutes:
         A session created by one principal is invisible to every other: the
         same 404 as an unknown id, so ids cannot be probed (CVE-2026-52869).
         """
-        return (await self._claim_in(session_id, None))[0]
+        return (await self._claim_in(session_id, ()))[0]
 
     async def _claim_in(
-        self, session_id: str, claim: int | str | None
-    ) -> tuple[LegacyHTTPSession | None, bool]:
-        """:meth:`_session_for`, also claiming request id ``claim`` across workers."""
-        claimed = True
-        if self.shared is not None:
-            session, claimed = await self.shared.find(session_id, claim) if session_id else (None, True)
-        else:
+        self, session_id: str, claims: Sequence[int | str]
+    ) -> tuple[LegacyHTTPSession | None, Sequence[bool]]:
+        """:meth:`_session_for`, also claiming request ids ``claims`` across workers
+        (the second value: whether each was claimed; empty when unshared, where
+        nothing is claimed). A session that is not this caller's keeps no claim
+        made for it."""
+        claimed: Sequence[bool] = ()
+        if self.shared is None:
             session = self.sessions.get(session_id)
+        elif session_id:
+            session, claimed = await self.shared.find(session_id, claims)
+        else:
+            return None, claimed
         if session is None:
             return None, claimed
         principal = _principal.get()
         if session.principal != (principal.key if principal is not None else None):
+            if self.shared is not None:
+                self.shared.release(session_id, claims, claimed)
             return None, claimed
         return session, claimed
 
@@ -111,8 +120,13 @@ class LegacyRoutes:
             session = self._open_session()
             extra.append((b"mcp-session-id", session.id.encode()))
         else:
-            claim = request.id if request is not None and request.method != "initialize" else None
-            found, claimed = await self._claim_in(session_id, claim)
+            wanted = (
+                (request.id,)
+                if self.shared is not None and request is not None and request.method != "initialize"
+                else ()
+            )
+            found, flags = await self._claim_in(session_id, wanted)
+            claimed = not flags or flags[0]
             if found is None:
                 await jsonrpc_error(send, 404, _id_of(message), INVALID_REQUEST, "Session not found")
                 return
@@ -135,6 +149,8 @@ class LegacyRoutes:
                     self.shared.store.release(session.id, request.id)
                 raise
         if not claimed or request.id in session.request_streams or session.engine.in_flight(request.id):
+            if claimed and self.shared is not None and session_id is not None:
+                self.shared.store.release(session.id, request.id)  # claimed here, not run
             await jsonrpc_error(
                 send, 200, request.id, INVALID_REQUEST, f"id {request.id!r} is already in use"
             )
@@ -233,39 +249,80 @@ class LegacyRoutes:
         await answer(self.settings, stream, engine, request.id, receive, send, form)
 
     async def _post_batch(self, items: list[msgspec.Raw], send: Send, headers: dict[str, str]) -> None:
-        """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array."""
-        session = await self._session_for(headers.get(h.SESSION_ID, ""))
+        """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array.
+
+        A shared session's batch claims its requests' ids across workers as a
+        single request does, all with the session read (one round trip): an item
+        whose id is in flight on any worker is refused under that id, the others
+        run. Answers to this session's server requests and cancellations go to
+        the worker they are for, as single POSTs do. Each request needs the
+        scopes its target asks for, as a single POST does.
+        """
+        shared = self.shared
+        messages: list[jsonrpc.Message | bytes] = []
+        for raw in items:
+            try:
+                # (Never a list: batches are read only with allow_batch.)
+                messages.append(jsonrpc.decode_message(raw))  # type: ignore[arg-type]
+            except ProtocolError as exc:
+                messages.append(jsonrpc.encode_error(exc.request_id, exc.code, exc.message))
+        wanted: list[int | str] = []
+        if shared is not None:
+            wanted = [m.id for m in messages if isinstance(m, Request) and m.method != "initialize"]
+        session, claimed = await self._claim_in(headers.get(h.SESSION_ID, ""), wanted)
         if session is None or session.conn.lifecycle.version is not ProtocolVersion.V2025_03_26:
+            if session is not None and shared is not None:
+                shared.release(session.id, wanted, claimed)
             await jsonrpc_error(send, 400, None, INVALID_REQUEST, "Invalid Request: batches are not accepted")
             return
         session.touch()
-        session.conn.principal = _principal.get()
+        principal = session.conn.principal = _principal.get()
+        if self.settings.auth is not None:
+            # Each request's scopes are checked as a single POST's are (else batching a call
+            # bypassed a tool's scopes=): one lacking them refuses the whole batch with the
+            # 403 challenge before any item runs, so the client can step up and send it again.
+            try:
+                for message in messages:
+                    if isinstance(message, Request) and message.method != "initialize":
+                        self._check_scopes(decode_request(message, principal, "http"))
+            except HTTPFailure:
+                if shared is not None:
+                    shared.release(session.id, wanted, claimed)
+                raise
+        flags = iter(claimed)
         streams: list[ResponseStream] = []
         answers: list[bytes] = []
-        for raw in items:
-            try:
-                message = jsonrpc.decode_message(raw)
-            except ProtocolError as exc:
-                answers.append(jsonrpc.encode_error(exc.request_id, exc.code, exc.message))
+        for message in messages:
+            if isinstance(message, bytes):
+                answers.append(message)
                 continue
             if isinstance(message, Request):
+                rid = message.id
                 if message.method == "initialize":
                     answers.append(
-                        jsonrpc.encode_error(message.id, INVALID_REQUEST, "initialize must not be batched")
+                        jsonrpc.encode_error(rid, INVALID_REQUEST, "initialize must not be batched")
                     )
                     continue
-                if message.id in session.request_streams or session.engine.in_flight(message.id):
+                mine = next(flags) if shared is not None else True
+                if not mine or rid in session.request_streams or session.engine.in_flight(rid):
                     # Refused here, as a single POST is: a second stream under the id would
                     # displace the first, whose answer was then lost (and a batch holding the
                     # id twice waited for ever on the stream the engine's refusal never reached).
+                    if mine and shared is not None:
+                        shared.store.release(session.id, rid)  # claimed here, not run
                     answers.append(
-                        jsonrpc.encode_error(
-                            message.id, INVALID_REQUEST, f"id {message.id!r} is already in use"
-                        )
+                        jsonrpc.encode_error(rid, INVALID_REQUEST, f"id {rid!r} is already in use")
                     )
                     continue
-                streams.append(session.open_stream(message.id))
-            session.engine.feed_message(message)  # type: ignore[arg-type]
+                stream = session.open_stream(rid)
+                streams.append(stream)
+                session.engine.feed_message(message)
+                # A cancelled item is owed no answer: its stream ends, else the batch waited for ever.
+                session.engine.when_done(rid, functools.partial(session.end_unanswered, stream))
+                if shared is not None:
+                    shared.release_when_done(session, rid)
+            elif shared is None or not shared.relay(session, message):
+                session.engine.feed_message(message)
         for stream in streams:
             while True:
                 item = await stream.get()

@@ -26,7 +26,7 @@ import itertools
 import logging
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -161,12 +161,15 @@ class SharedSessionStore:
         )
 
     async def find(
-        self, session_id: str, claim: int | str | None = None
-    ) -> tuple[LegacyHTTPSession | None, bool]:
+        self, session_id: str, claims: Sequence[int | str] = ()
+    ) -> tuple[LegacyHTTPSession | None, list[bool]]:
         """The session, from this worker's copies or rebuilt from its record; and,
-        given a request id to ``claim``, whether it is free on every worker."""
-        record, claimed = await self.store.fetch(session_id, claim)
+        for each request id in ``claims``, whether it was claimed here (free on every
+        worker until released). Claims made for a session that is then not served
+        (no usable record) are released again."""
+        record, claimed = await self.store.fetch(session_id, claims)
         if record is None:
+            self.release(session_id, claims, claimed)  # (an unreadable record's)
             # Expired, or deleted while this worker missed the broadcast: GET streams
             # served here for it end too (else they stayed open on a session that is no more).
             local = self._forget(session_id)
@@ -176,6 +179,7 @@ class SharedSessionStore:
         local = self.app.sessions.get(session_id)
         version = parse_version(record.version)
         if version is None:
+            self.release(session_id, claims, claimed)
             return None, claimed
         if local is None:
             local = self.new_session(session_id, record.principal)
@@ -186,6 +190,13 @@ class SharedSessionStore:
             self.app.sessions.add(local)
         local.conn.lifecycle.log_level = record.log_level
         return local, claimed
+
+    def release(self, session_id: str, claims: Sequence[int | str], claimed: Sequence[bool]) -> None:
+        """Free the ids of ``claims`` that :meth:`find` claimed (``claimed``) for requests
+        that will not run."""
+        held = [rid for rid, mine in zip(claims, claimed, strict=True) if mine]
+        if held:
+            self.store.release(session_id, *held)
 
     def serves_get(self, session_id: str) -> bool:
         """Whether this worker serves a GET stream (standalone or resumed) of the session."""
