@@ -519,6 +519,38 @@ async def test_timeout_none_waits_as_long_as_it_takes() -> None:
         assert result_of(await patient) == {"late": True}
 
 
+async def test_a_shorter_timeout_after_a_longer_one_expires_at_its_own_deadline() -> None:
+    # One timer per engine serves every request's deadline: a request due before the
+    # one the timer was set for must move it earlier.
+    async with wired(request_timeout=None) as (engine, wire):
+        loop = asyncio.get_running_loop()
+        patient = asyncio.create_task(engine.request("slow", timeout=STEP * 4))
+        first = await wire.recv()
+        started = loop.time()
+        with pytest.raises(MCPError) as caught:
+            await engine.request("impatient", timeout=0.05)
+        assert caught.value.code == REQUEST_TIMEOUT
+        assert loop.time() - started < STEP  # not at the patient request's deadline
+        assert not patient.done()
+        await wire.recv()  # (the impatient request)
+        assert (await wire.recv())["method"] == "notifications/cancelled"
+        wire.send({"id": first["id"], "result": {"late": True}})
+        assert result_of(await patient) == {"late": True}
+
+
+async def test_a_request_after_an_answered_one_still_times_out() -> None:
+    # The timer set for an answered request finds nothing due: it waits for the next deadline.
+    async with wired(request_timeout=None) as (engine, wire):
+        quick = asyncio.create_task(engine.request("quick", timeout=0.05))
+        sent = await wire.recv()
+        wire.send({"id": sent["id"], "result": {}})
+        await quick
+        with pytest.raises(MCPError) as caught:
+            await engine.request("slow", timeout=0.2)
+        assert caught.value.code == REQUEST_TIMEOUT
+        assert not len(engine._deadlines)
+
+
 async def test_the_handler_timeout_answers_an_error_and_cancels_the_handler() -> None:
     gate = Gate()
     async with wired(TestDispatcher({"slow": gate}), handler_timeout=0.05) as (_, wire):

@@ -140,6 +140,16 @@ def decode_message(data: bytes | Raw, *, allow_batch: bool = False) -> Message |
             return Request(rid, method, None)
         if memoryview(params)[0] == _OPEN_BRACE:
             return Request(rid, method, params)
+    elif (
+        method is UNSET
+        and (rid.__class__ is int or rid.__class__ is str)
+        and env.jsonrpc == JSONRPC_VERSION
+        and env.error is UNSET
+        and env.params is UNSET
+    ):
+        result = env.result
+        if result is not UNSET:
+            return Response(rid, result)  # (a well-formed result: what _classify makes of it)
     return _classify(env)
 
 

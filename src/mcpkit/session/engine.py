@@ -39,6 +39,7 @@ from ..protocol.errors import (
 from ..protocol.framing import Oversized
 from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from .channel import Channel, PushChannel, RequestId, pushes
+from .deadlines import Deadlines
 from .eager import Started, start
 
 __all__ = [
@@ -174,6 +175,8 @@ class Engine(Generic[Req]):
         #: Requests failed by :meth:`fail_oversized` whose over-long answer has not ended yet.
         self._failed_early: set[RequestId] = set()
         self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
+        #: The deadlines of our outbound requests with a timeout (one timer for them all).
+        self._deadlines = Deadlines(self._pending)
         self._room = asyncio.Event()
         self._room.set()
         self._closed = False
@@ -223,9 +226,11 @@ class Engine(Generic[Req]):
             self._push.hold_input()  # winding down: nothing new is read while in-flight work finishes
         if self._in_flight:
             _, pending = await asyncio.wait(list(self._in_flight.values()), timeout=grace)
-            for task in pending:
-                task.cancel()
+            for rid, task in list(self._in_flight.items()):
+                if task in pending:
+                    self._cancel(rid, task)
         self._closed = True
+        self._deadlines.close()
         for callback in self.on_close:
             callback()
         self.on_close.clear()
@@ -346,12 +351,8 @@ class Engine(Generic[Req]):
                 self._run_request(request, started.rest()), context=started.context
             )
         else:
-            task = asyncio.create_task(self._run_request(request))
+            task = asyncio.get_running_loop().create_task(self._run_request(request))
         self._in_flight[rid] = task
-        # A task cancelled before it first runs (its notifications/cancelled came in the same
-        # read as the request) never reaches _run_request's finally: without this its id
-        # stayed "in use" and its slot counted against max_in_flight for ever (found by fuzzing).
-        task.add_done_callback(lambda done: self._release(rid, done))
         if len(self._in_flight) >= self.max_in_flight:
             self._room.clear()
 
@@ -482,9 +483,22 @@ class Engine(Generic[Req]):
 
     def _on_cancelled(self, note: Notification) -> None:
         params = _params_dict(note.params)
-        task = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+        rid = params.get("requestId")
+        task = self._in_flight.get(rid)  # type: ignore[arg-type]
         if task is not None:
-            task.cancel()
+            self._cancel(rid, task)  # type: ignore[arg-type]
+
+    def _cancel(self, rid: RequestId, task: asyncio.Task[None]) -> None:
+        """Cancel the handler ``task`` of the peer's request ``rid``.
+
+        A task cancelled before it first runs (its notifications/cancelled came in the same
+        read as the request) never reaches _run_request's finally: without the callback its
+        id stayed "in use" and its slot counted against max_in_flight for ever (found by
+        fuzzing). Only a cancelled task needs it: every other one releases in that finally
+        (a done callback on every task cost each request a scheduled callback).
+        """
+        task.cancel()
+        task.add_done_callback(lambda done: self._release(rid, done))
 
     def _on_progress(self, note: Notification) -> bool:
         params = _params_dict(note.params)
@@ -548,13 +562,9 @@ class Engine(Generic[Req]):
             await self.channel.drain()
             if limit is None:
                 return await fut
-            # A plain timer on the future: asyncio.timeout() costs a context manager
-            # and a task cancellation round per call, on every request.
-            timer = loop.call_later(limit, _expire, fut)
-            try:
-                return await fut
-            finally:
-                timer.cancel()
+            # No timer of its own: one per engine, for the earliest deadline (session/deadlines.py).
+            self._deadlines.add(loop, rid, limit)
+            return await fut
         except TimeoutError:
             self._cancel_remote(rid, f"timed out after {limit}s", related)
             raise MCPError(REQUEST_TIMEOUT, f"Request {method} timed out after {limit}s") from None
@@ -564,6 +574,7 @@ class Engine(Generic[Req]):
         finally:
             self._pending.pop(rid, None)
             self._progress.pop(rid, None)
+            self._deadlines.discard(rid)
 
     def _cancel_remote(self, rid: int | str, reason: str, related: int | str | None) -> None:
         if not self._closed:
@@ -579,7 +590,7 @@ class Engine(Generic[Req]):
         task = self._in_flight.get(request_id)
         if task is None:
             return False
-        task.cancel()
+        self._cancel(request_id, task)
         return True
 
     def _send_error(self, request_id: RequestId | None, code: int, message: str) -> None:
@@ -621,11 +632,6 @@ def _params_dict(raw: msgspec.Raw | None) -> dict[str, Any]:
     except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _expire(fut: asyncio.Future[Any]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError())
 
 
 def _call_progress(
