@@ -35,6 +35,7 @@ from ..session.engine import Engine, Later
 from .context import Context
 from .middleware import ComponentKind, Middleware, NotifyNext, compose, notifies, unwind
 from .mrtr import InputRequired, RoundTrip
+from .paging import page_of
 from .resources import ResourceNotFound
 from .skill_methods import SKILL_HANDLERS
 from .task_methods import TASK_HANDLERS
@@ -305,6 +306,11 @@ def _wrap_notification(middleware: Middleware, call_next: NotifyNext) -> NotifyN
     return step
 
 
+def _filter(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind) -> Callable[[str], bool] | None:
+    """:func:`_visible` for a list, or None when nothing hides (the list is then paged in place)."""
+    return _visible(conn, request, kind) if conn.server.hides else None
+
+
 def _visible(
     conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind, ctx: Context | None = None
 ) -> Callable[[str], bool]:
@@ -352,29 +358,13 @@ async def _discover(conn: ServerDispatcher, request: ServerRequest) -> Any:
     )
 
 
-def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[Any], str | Any]:
-    start = 0
-    if isinstance(cursor, str):
-        try:
-            start = int(base64.urlsafe_b64decode(cursor.encode()).decode())
-            if start < 0 or start > len(items):
-                raise ValueError
-        except ValueError:
-            raise MCPError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
-    if size is None:
-        return items[start:], UNSET
-    end = start + size
-    nxt = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else UNSET
-    return items[start:end], nxt
-
-
 async def _list_tools(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    shown = _visible(conn, request, "tool")
     scope = _scope(request)
     tools = conn.server._tools.tools
     # Page the names first and build only the page's definitions: building every
     # tool's for every page made listing N tools cost O(N^2) (10,000 tools: 101 pages).
-    names, nxt = _page([name for name in tools if shown(name)], request.params.cursor, conn.server.page_size)
+    shown = _filter(conn, request, "tool")
+    names, nxt = page_of(tools, request.params.cursor, conn.server.page_size, shown)
     if scope.is_modern or scope.version is _V2025_11_25:
         # execution.taskSupport in 2025-11-25; no execution at all in 2026-07-28.
         modern, everywhere = scope.is_modern, conn.server.tasks.settings.after is not None
@@ -390,7 +380,11 @@ async def _call_tool(conn: ServerDispatcher, request: ServerRequest) -> Any:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # exactly as if it did not exist
     tool = conn.server._tools.get(name)
     mode = tool.options.task
-    if mode is not None or request.params.task is not UNSET or conn.server.tasks.settings.after is not None:
+    task = request.params.task
+    if (mode is not None or task is not UNSET or conn.server.tasks.settings.after is not None) and (
+        # (a legacy call that asks for no task, of a tool that does not need one, runs plainly)
+        task is not UNSET or mode == "required" or _scope(request).is_modern
+    ):
         answered = await _maybe_task(conn, request, tool)
         if answered is not _PLAIN:
             return answered
@@ -465,16 +459,17 @@ def _input_required(
 
 
 async def _list_resources(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    shown = _visible(conn, request, "resource")
-    items = [r for uri, (r, _) in conn.server._resources.resources.items() if shown(uri)]
-    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
-    return t.ListResourcesResult(resources=page, next_cursor=nxt)
+    shown = _filter(conn, request, "resource")
+    entries = conn.server._resources.resources
+    uris, nxt = page_of(entries, request.params.cursor, conn.server.page_size, shown)
+    return t.ListResourcesResult(resources=[entries[uri][0] for uri in uris], next_cursor=nxt)
 
 
 async def _list_templates(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    shown = _visible(conn, request, "resource_template")
-    items = [tpl for tpl, _, _ in conn.server._resources.templates if shown(tpl.uri_template)]
-    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
+    shown = _filter(conn, request, "resource_template")
+    test = None if shown is None else (lambda entry: shown(entry[0].uri_template))
+    entries, nxt = page_of(conn.server._resources.templates, request.params.cursor, conn.server.page_size, test)
+    page = [tpl for tpl, _, _ in entries]
     return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
 
@@ -516,9 +511,10 @@ async def _unsubscribe(conn: ServerDispatcher, request: ServerRequest) -> Any:
 
 
 async def _list_prompts(conn: ServerDispatcher, request: ServerRequest) -> Any:
-    shown = _visible(conn, request, "prompt")
-    items = [e.definition for name, e in conn.server._prompts.prompts.items() if shown(name)]
-    page, nxt = _page(items, request.params.cursor, conn.server.page_size)
+    shown = _filter(conn, request, "prompt")
+    prompts = conn.server._prompts.prompts
+    names, nxt = page_of(prompts, request.params.cursor, conn.server.page_size, shown)
+    page = [prompts[name].definition for name in names]
     return t.ListPromptsResult(prompts=page, next_cursor=nxt)
 
 
