@@ -21,6 +21,7 @@ from typing import Any
 
 import msgspec
 
+from .. import telemetry as _telemetry
 from ..client import Client
 from ..client.dispatch import coalesced
 from ..protocol import types as t
@@ -84,8 +85,14 @@ class Forwarder:
         arguments: dict[str, Any],
         *,
         execution: Any = None,
-    ) -> t.CallToolResult:
-        """``tools/call`` of the backend's tool ``name``; ``execution`` is its definition's."""
+        raw: bool = False,
+    ) -> t.CallToolResult | msgspec.Raw:
+        """``tools/call`` of the backend's tool ``name``; ``execution`` is its definition's.
+
+        ``raw``: the caller passes the result on as it is (no middleware of its own reads it,
+        the frontend is a legacy one that needs no downgrade): a legacy backend's answer is then
+        returned undecoded, as :class:`msgspec.Raw`, checked only to be a result object.
+        """
         if isinstance(execution, dict) and execution.get("taskSupport") == "required":
             # A 2025-11-25 tool that only runs as a task: followed to its end by call_tool.
             result: t.CallToolResult = await self.forward(
@@ -102,13 +109,7 @@ class Forwarder:
                 ctx,
                 pick,
                 relay=("tools/call", params, t.CallToolResult),
-                op=lambda client, progress: client._call(
-                    "tools/call",
-                    params,
-                    t.CallToolResult,
-                    on_progress=coalesced(progress),
-                    declare_tasks=False,
-                ),
+                op=functools.partial(_plain_call, params=params, raw=raw),
             )
         except MCPError as exc:
             if exc.code != MISSING_CLIENT_CAPABILITY or "tasks" not in exc.message:
@@ -370,6 +371,39 @@ async def _relay(
     if tasks and isinstance(body, dict) and body.get("resultType") == "task":
         return msgspec.convert(body, CreateTaskResult)
     return msgspec.json.decode(raw, type=result_type)
+
+
+class _ResultShape(msgspec.Struct, rename={"is_error": "isError"}):
+    """What a raw ``tools/call`` result is checked for: an object with a content list and,
+    if it says, a boolean ``isError`` (the blocks themselves go on as they are)."""
+
+    content: list[msgspec.Raw]
+    is_error: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+_shape = msgspec.json.Decoder(_ResultShape)
+
+
+async def _plain_call(
+    client: Client, progress: Any, *, params: dict[str, Any], raw: bool
+) -> t.CallToolResult | msgspec.Raw:
+    """A plain ``tools/call`` on the backend; see :meth:`Forwarder.call_tool` for ``raw``."""
+    if raw and not client.is_modern and not _telemetry.enabled:
+        # A legacy backend answers in one round (no input_required, no per-request version
+        # retry): the request goes straight to its session, and the result comes back as
+        # bytes for the frontend, not decoded into a CallToolResult and encoded again.
+        engine = client._session
+        if engine is None:
+            raise RuntimeError("client is not connected")
+        answer = await engine.request(
+            "tools/call", params, timeout=client.timeout, on_progress=coalesced(progress)
+        )
+        _shape.decode(answer)  # (a ValidationError, as the typed decode would raise)
+        return answer
+    result: t.CallToolResult = await client._call(
+        "tools/call", params, t.CallToolResult, on_progress=coalesced(progress), declare_tasks=False
+    )
+    return result
 
 
 async def _progress(route: Route, progress: float, total: float | None, message: str | None) -> None:

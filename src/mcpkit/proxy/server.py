@@ -25,6 +25,7 @@ from ..protocol import types as t
 from ..protocol.apps import APPS_EXTENSION
 from ..protocol.errors import MCPError
 from ..protocol.skills import SKILLS_EXTENSION
+from ..protocol.wire import needs_downgrade
 from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import Middleware
@@ -51,6 +52,9 @@ class ProxyServer(MCPServer):
     :attr:`pool` holds its backend sessions: :attr:`Pool.default` (lists, subscriptions
     and callers without credentials of their own) and one per credential set.
     """
+
+    #: Whether every middleware here is the proxy's own (none reads a call's result).
+    _own_middleware = True
 
     def __init__(
         self,
@@ -197,10 +201,33 @@ class ProxyServer(MCPServer):
         fn = tool.fn
         return isinstance(fn, functools.partial) and fn.func == self._call_tool
 
-    async def _call_tool(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.CallToolResult:
+    def add_middleware(self, middleware: Middleware) -> None:
+        super().add_middleware(middleware)
+        self._own_middleware = all(type(m) in _OWN_MIDDLEWARE for m in self.middleware)
+
+    def _passes_raw(self, ctx: Context) -> bool:
+        """Whether a call's result may go to the caller as the backend's bytes: nothing on
+        this server reads it (no middleware but the proxy's own, not a mounted child's call,
+        not run as a task) and the caller's legacy revision needs no downgrade of it."""
+        scope = ctx._scope
+        return (
+            self._own_middleware
+            and not scope.is_modern
+            and not needs_downgrade(scope.version)
+            and ctx._owner is None
+            and ctx._task is None
+            and ctx._conn.server is self
+        )
+
+    def _call_tool(
+        self, name: str, arguments: dict[str, Any], ctx: Context
+    ) -> Awaitable[t.CallToolResult | msgspec.Raw]:
+        # (not a coroutine of its own: the forwarder's is awaited by the tool, one step less)
         tool = self._tools.tools.get(name)
         execution = tool.definition.execution if tool is not None else UNSET
-        return await self.forwarder.call_tool(ctx, self._pick, name, arguments, execution=execution)
+        return self.forwarder.call_tool(
+            ctx, self._pick, name, arguments, execution=execution, raw=self._passes_raw(ctx)
+        )
 
     async def _get_prompt(self, name: str, arguments: dict[str, Any], ctx: Context) -> t.GetPromptResult:
         return await self.forwarder.get_prompt(ctx, self._pick, name, arguments)
@@ -234,6 +261,10 @@ class _ProxyHooks(Middleware):
             await self.proxy.start()
         except (OSError, MCPError) as exc:
             raise self.proxy.pool.default.unavailable(exc) from None
+
+
+#: The middleware every proxy has, which never reads a call's result.
+_OWN_MIDDLEWARE: tuple[type[Middleware], ...] = (_ProxyHooks, SubscriptionHooks)
 
 
 @contextlib.asynccontextmanager

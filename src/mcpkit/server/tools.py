@@ -156,8 +156,9 @@ class RegisteredTool:
         return self._result(value)
 
     def _result(self, value: Any) -> t.CallToolResult:
-        if isinstance(value, t.CallToolResult | CreateTaskResult):
-            # A proxied call its backend made a task of: the task goes back as it came.
+        if isinstance(value, t.CallToolResult | CreateTaskResult | msgspec.Raw):
+            # A proxied call its backend made a task of: the task goes back as it came;
+            # a proxied result passed on undecoded (mcpkit.proxy.forward): as its bytes.
             return value  # type: ignore[return-value]
         if self.signature.output_schema is None or _is_content(value):
             return t.CallToolResult(content=to_content(value), is_error=False)
