@@ -10,7 +10,6 @@ result for that revision.
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -306,7 +305,9 @@ def _wrap_notification(middleware: Middleware, call_next: NotifyNext) -> NotifyN
     return step
 
 
-def _filter(conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind) -> Callable[[str], bool] | None:
+def _filter(
+    conn: ServerDispatcher, request: ServerRequest, kind: ComponentKind
+) -> Callable[[str], bool] | None:
     """:func:`_visible` for a list, or None when nothing hides (the list is then paged in place)."""
     return _visible(conn, request, kind) if conn.server.hides else None
 
@@ -468,7 +469,9 @@ async def _list_resources(conn: ServerDispatcher, request: ServerRequest) -> Any
 async def _list_templates(conn: ServerDispatcher, request: ServerRequest) -> Any:
     shown = _filter(conn, request, "resource_template")
     test = None if shown is None else (lambda entry: shown(entry[0].uri_template))
-    entries, nxt = page_of(conn.server._resources.templates, request.params.cursor, conn.server.page_size, test)
+    entries, nxt = page_of(
+        conn.server._resources.templates, request.params.cursor, conn.server.page_size, test
+    )
     page = [tpl for tpl, _, _ in entries]
     return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=nxt)
 
