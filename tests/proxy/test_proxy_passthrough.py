@@ -113,3 +113,61 @@ async def test_a_result_that_is_not_one_is_a_backend_failure_either_way(caller: 
         with pytest.raises(MCPError) as failed:
             await client.call_tool("report", {"n": 1})
     assert failed.value.code == INTERNAL_ERROR and "failed" in failed.value.message
+
+
+def started_directly(proxy: ProxyServer) -> list[bool]:
+    """Whether each call of a proxied tool was started without the middleware chain."""
+    taken: list[bool] = []
+    direct = proxy._direct
+
+    def recording(tool: Any, conn: Any, request: Any) -> Any:
+        started = direct(tool, conn, request)
+        taken.append(started is not None)
+        return started
+
+    proxy._direct = recording  # type: ignore[method-assign]
+    return taken
+
+
+async def test_a_plain_legacy_call_skips_the_chain_and_a_modern_one_does_not() -> None:
+    proxy = MCPServer.proxy(Client(backend(), protocol="legacy"))
+    assert isinstance(proxy, ProxyServer)
+    taken = started_directly(proxy)
+    async with Client(proxy, protocol="legacy") as legacy, Client(proxy, protocol="modern") as modern:
+        assert (await legacy.call_tool("report", {"n": 1})).structured_content == {"n": 1}
+        assert (await modern.call_tool("report", {"n": 2})).structured_content == {"n": 2}
+    assert taken[0] is True and len(taken) == 2  # (the second: either way, as it was re-listed or not)
+
+
+async def test_a_transformed_proxied_tool_is_listed_and_called_as_transformed() -> None:
+    # (publish_tools bypassed the server's transforms: the backend's tool was served as it was)
+    proxy = MCPServer.proxy(Client(backend(), protocol="legacy"))
+    assert isinstance(proxy, ProxyServer)
+    proxy.transform_tool("report", rename="seven", hide={"n": 7})
+    taken = started_directly(proxy)
+    async with Client(proxy, protocol="legacy") as client:
+        assert [tool.name for tool in await client.list_tools()] == ["seven"]
+        result = await client.call_tool("seven", {})
+    assert result.content == [t.TextContent(text="n=7")]
+    assert taken == [True]  # (the tool as served: the transform completed the arguments)
+    # A transform made once the proxy has served its tools applies too.
+    proxy.transform_tool("report", rename="eight", hide={"n": 8})
+    async with Client(proxy, protocol="legacy") as client:
+        assert [tool.name for tool in await client.list_tools()] == ["eight"]
+        assert (await client.call_tool("eight", {})).content == [t.TextContent(text="n=8")]
+    assert taken[0] is True and len(taken) == 2  # (the second: either way, as it was re-listed or not)
+
+
+async def test_a_mounted_proxy_answers_through_its_parents_middleware() -> None:
+    reads = Reads()
+    parent = MCPServer("parent", middleware=[reads])
+    proxy = MCPServer.proxy(Client(backend(), protocol="legacy"))
+    assert isinstance(proxy, ProxyServer)
+    kinds = spied(proxy)
+    parent.mount(proxy, "up")
+    async with Client(parent, protocol="legacy") as client:
+        names = [tool.name for tool in await client.list_tools()]
+        result = await client.call_tool(names[0], {"n": -4})
+    assert result.is_error is True and result.structured_content == {"n": -4}
+    assert reads.errors == [True]  # the parent's middleware read a CallToolResult
+    assert kinds == [t.CallToolResult]

@@ -26,7 +26,8 @@ Handler = Callable[..., Any]
 def publish_tools(server: MCPServer, tools: Sequence[tuple[t.Tool, Handler]]) -> bool:
     """Serve exactly ``tools`` (definition, ``handler(arguments=, ctx=)``); whether anything changed."""
     registry = server._tools
-    if [x.definition for x in registry.tools.values()] == [d for d, _ in tools]:
+    # (compared as published, before the server's transforms show them otherwise)
+    if [getattr(x, "inner", x).definition for x in registry.tools.values()] == [d for d, _ in tools]:
         return False
     scratch = ToolRegistry()
     for definition, handler in tools:
@@ -35,7 +36,12 @@ def publish_tools(server: MCPServer, tools: Sequence[tuple[t.Tool, Handler]]) ->
         except (ValueError, TypeError) as exc:
             logger.warning("%s: not publishing tool %r: %s", server.name, definition.name, exc)
     registry.tools.clear()
-    registry.tools.update(scratch.tools)
+    registry._served_as.clear()
+    for name, tool in scratch.tools.items():
+        try:
+            registry.put(name, tool)  # the server's transform of the tool, if it has one
+        except ValueError as exc:
+            logger.warning("%s: not publishing tool %r: %s", server.name, name, exc)
     registry._changed()
     return True
 

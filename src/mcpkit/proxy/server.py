@@ -24,13 +24,16 @@ from ..client import Client
 from ..protocol import types as t
 from ..protocol.apps import APPS_EXTENSION
 from ..protocol.errors import MCPError
+from ..protocol.requests import ServerRequest
 from ..protocol.skills import SKILLS_EXTENSION
 from ..protocol.wire import needs_downgrade
 from ..server.app import MCPServer
 from ..server.context import Context
 from ..server.middleware import Middleware
+from ..server.mrtr import InputRequired
 from ..server.tasks_legacy import LegacyTasks
 from ..server.tools import RegisteredTool
+from ..server.tools import _failed as tool_failed
 from .backend import Credentials, Pool, Session
 from .extensions import ProxySkills, ProxyTasks, forward_apps
 from .forward import Forwarder
@@ -160,6 +163,8 @@ class ProxyServer(MCPServer):
                     registered.options = dataclasses.replace(
                         registered.options, task="optional", task_after=None
                     )
+                if self._forwards(registered):
+                    registered.direct = functools.partial(self._direct, registered)
         elif kind == "prompts":
             prompts = await client.list_prompts()
             publish_prompts(self, [(p, functools.partial(self._get_prompt, p.name)) for p in prompts])
@@ -218,6 +223,53 @@ class ProxyServer(MCPServer):
             and ctx._task is None
             and ctx._conn.server is self
         )
+
+    def _direct(self, tool: RegisteredTool, conn: Any, request: ServerRequest) -> Awaitable[Any] | None:
+        """A legacy caller's plain call of a proxied ``tool``, started without the middleware
+        chain (see ``RegisteredTool.direct``) when nothing there applies: this server's own
+        middleware only (its hook has nothing to do once the backend is listed), the tool as
+        this server serves it (not mounted in another), a caller revision that needs no
+        downgrade: the result is then passed on as the backend's bytes. What the ordinary way
+        does for such a call is done here; else None."""
+        if (
+            conn.server is not self
+            or not self._own_middleware
+            or tool.options.task == "required"
+            or not self._synced.is_set()
+            or self._tools.tools.get(request.params.name) is not tool
+        ):
+            return None
+        try:
+            scope = conn.lifecycle.scope("tools/call", request.meta)
+        except MCPError:
+            return None  # (refused: the ordinary way says why)
+        if scope.is_modern or needs_downgrade(scope.version):
+            return None
+        request.scope = scope
+        arguments = request.params.arguments
+        ctx = Context(conn, request)
+        if tool.__class__ is not RegisteredTool or tool.guard is not None:
+            # (a transform completes the arguments, a guard limits the call: the tool's own call)
+            call: Awaitable[t.CallToolResult] = tool.call(arguments if arguments is not UNSET else None, ctx)
+            return call
+        forwarded: Awaitable[t.CallToolResult | msgspec.Raw] = self._forward_call(
+            tool.definition, dict(arguments or {}), ctx
+        )
+        return forwarded
+
+    async def _forward_call(
+        self, definition: t.Tool, arguments: dict[str, Any], ctx: Context
+    ) -> t.CallToolResult | msgspec.Raw:
+        """What ``RegisteredTool.call`` does with a proxied tool (no binding: the arguments go as
+        they came), the result passed on undecoded (see :meth:`_passes_raw`)."""
+        try:
+            return await self.forwarder.call_tool(
+                ctx, self._pick, definition.name, arguments, execution=definition.execution, raw=True
+            )
+        except (MCPError, InputRequired):
+            raise
+        except Exception as exc:
+            return tool_failed(exc)
 
     def _call_tool(
         self, name: str, arguments: dict[str, Any], ctx: Context

@@ -121,14 +121,22 @@ class ServerDispatcher:
         (a task costs two extra turns of the event loop per call), also through
         middleware that is all synchronous (:meth:`_answer_hooked`). Anything
         unusual, including every error before the middleware, goes the ordinary way.
+        A tool with a :attr:`~RegisteredTool.direct` start (a proxied one) may be
+        begun here and answered later (:class:`Later`): its task then skips the chain.
         """
         if request.method != "tools/call" or request.error is not None or _telemetry.enabled:
             return None  # (traced, or not yet settled: handle() runs it inside its span)
         server = self.server
         params = request.params
         tool = server._tools.tools.get(params.name)
-        if tool is None or not tool.runs_inline or params.task is not UNSET:
+        if tool is None or params.task is not UNSET:
             return None  # (a task-augmented call: _call_tool decides what it gets)
+        if not tool.runs_inline:
+            direct = tool.direct
+            if direct is None:
+                return None
+            started = direct(self, request)
+            return None if started is None else Later(started)
         if server.calls_intercepted:
             hooks = server.call_hooks
             return None if hooks is None else self._answer_hooked(request, tool, hooks)

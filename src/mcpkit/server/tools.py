@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -84,6 +84,10 @@ class RegisteredTool:
     guard: ToolGuard | None = None
     #: ``tools/list`` entries other than :attr:`definition`, made on first use (see :meth:`listed`).
     _listed: dict[str, t.Tool] = field(default_factory=dict)
+    #: ``direct(dispatcher, request)``: the call of this tool, started without the dispatcher's
+    #: middleware chain when the tool's owner can tell that nothing there applies to it (a
+    #: proxied tool: :meth:`mcpkit.proxy.ProxyServer._direct`), else None (the ordinary way).
+    direct: Callable[[Any, Any], Awaitable[t.CallToolResult] | None] | None = None
 
     def listed(self, *, modern: bool, tasks_everywhere: bool = False) -> t.Tool:
         """The tool as ``tools/list`` shows it: in 2025-11-25 with ``execution.taskSupport``

@@ -339,7 +339,9 @@ class Engine(Generic[Req]):
             if result.__class__ is not Later:
                 self.channel.respond(rid, jsonrpc.encode_result(rid, result))
                 return
-            task = asyncio.create_task(self._run_request(request, self._answer(request, result.result)))
+            task = asyncio.get_running_loop().create_task(
+                self._run_request(request, self._answer(request, result.result))
+            )
         elif self.handler_timeout is None and self._eager(request):
             done, outcome = start(self._answer(request))
             if done:
