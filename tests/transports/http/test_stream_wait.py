@@ -40,3 +40,16 @@ async def test_closing_ends_the_wait_with_none() -> None:
     await asyncio.sleep(0)
     stream.close()
     assert await waiting is None
+
+
+async def test_a_message_pushed_as_the_timer_fires_is_not_lost() -> None:
+    from mcpkit.transports.http import streams
+
+    stream = ResponseStream("st", 1, limit=8)
+    waiting = asyncio.ensure_future(stream.get(60.0))
+    await asyncio.sleep(0)
+    assert stream.waiter is not None
+    streams._expire(stream.waiter)  # the keep-alive timer fired ...
+    stream.push(b"raced")  # ... and a message came in the same loop turn
+    item = await waiting
+    assert item is not None and item.data == b"raced"

@@ -124,14 +124,19 @@ class ResponseStream:
         while not self.queue:
             if self.closed:
                 return None
-            self.waiter = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            waiter = self.waiter = loop.create_future()
+            # A timer handle rather than asyncio.timeout: a stream waits again after every message,
+            # and the context manager's machinery was a sixth of a listen stream's fan-out (issue 18).
+            timer = None if timeout is None else loop.call_later(timeout, _expire, waiter)
             try:
-                async with asyncio.timeout(timeout):
-                    await self.waiter
-            except TimeoutError:
-                return None
+                await waiter
             finally:
                 self.waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if waiter.result() is _EXPIRED and not self.queue:
+                return None
         return self.queue.popleft()
 
     def close(self) -> None:
@@ -162,6 +167,15 @@ class ResponseStream:
         waiter = self.waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+
+#: What the keep-alive timer resolves a stream's waiter with.
+_EXPIRED = object()
+
+
+def _expire(waiter: asyncio.Future[object]) -> None:
+    if not waiter.done():
+        waiter.set_result(_EXPIRED)
 
 
 async def _watch_disconnect(receive: Receive, on_disconnect: Callable[[], None]) -> None:
