@@ -94,6 +94,18 @@ return reply
 """
 
 
+# Free the request-id claims KEYS[1..] that this worker (ARGV[1]) holds. A claim of ours
+# that expired may have been taken since by another worker for a request of its own with
+# the same id: deleting it blindly would let a third copy of that id run.
+_RELEASE = """
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then n = n + redis.call('DEL', KEYS[i]) end
+end
+return n
+"""
+
+
 class RedisSessionStore:
     """Session records and event logs of one deployment (see the module docs for keys)."""
 
@@ -211,10 +223,12 @@ class RedisSessionStore:
 
     def release(self, sid: str, *request_ids: int | str) -> None:
         """The requests are over (or were not run): their ids may be used again
-        (queued, not awaited)."""
+        (queued, not awaited). Only this worker's claims are freed (compare and
+        delete, one script call in the queued writes as the DEL it replaces)."""
         keys = [self._claim(sid, request_id) for request_id in request_ids]
         if keys:
-            self.backend.write(lambda pipe: pipe.delete(*keys))
+            owner = self.backend.worker_id
+            self.backend.write(lambda pipe: pipe.eval(_RELEASE, len(keys), *keys, owner))
 
     async def set_log_level(self, sid: str, level: str | None) -> None:
         if level is None:

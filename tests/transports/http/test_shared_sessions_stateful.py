@@ -9,8 +9,9 @@ answer POSTed to either worker is relayed to the one that asked) and finish or
 fail, ``notifications/cancelled`` sent to either worker, an id reused while its
 first request runs (on the same or the other worker), JSON-RPC batches in
 2025-03-26 sessions (quick calls, a held call, an id used twice, an id in flight
-on either worker, answers to roots/list and cancellations for either worker),
-the client dropping a
+on either worker, answers to roots/list and cancellations for either worker; a
+batched call that asks for roots or reports progress turns its batch's answer
+into an SSE stream), the client dropping a
 response mid-stream and resuming it with ``Last-Event-ID`` on either worker,
 DELETE on either worker, the session's record expiring in Redis, and requests
 for unknown or ended sessions.
@@ -119,7 +120,8 @@ class Call:
     ended: str | None = None
     commands: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
     progress_sent: int = 0
-    #: Sent in a batch (answered in its JSON array, which carries nothing else for it).
+    #: Sent in a batch (answered in its JSON array, or on its SSE stream once the call
+    #: has sent something before its answer; such a stream is not resumable).
     batch: bool = False
 
     def views(self) -> list[Exchange]:
@@ -419,10 +421,20 @@ class SharedMachine(RuleBasedStateMachine):
         pick=st.integers(0, 100), command=st.sampled_from(["done", "done", "fail", "progress", "ask", "ask"])
     )
     def handler_acts(self, pick: int, command: str) -> None:
-        call = self.running()[pick % len(self.running())]
-        if call.batch and command == "ask":
-            command = "progress"  # a batch's JSON answer carries no request to the client
+        self._act(self.running()[pick % len(self.running())], command)
+
+    @precondition(lambda self: any(c.batch for c in self.running()))
+    @rule(pick=st.integers(0, 100), command=st.sampled_from(["ask", "ask", "progress", "done"]))
+    def batched_call_acts(self, pick: int, command: str) -> None:
+        """A call held in a batch asks for roots or reports progress (its batch's answer
+        becomes an SSE stream), or ends: drawn apart, else too rare to matter."""
+        calls = [c for c in self.running() if c.batch]
+        self._act(calls[pick % len(calls)], command)
+
+    def _act(self, call: Call, command: str) -> None:
         asks, progress = len(call.asks()), call.progress_sent
+        if call.batch and command in ("ask", "progress"):
+            _note(f"a batched call: {command}")
         call.commands.put_nowait(command)
         if call.asking:
             _note("a command queued behind an ask")
@@ -447,6 +459,8 @@ class SharedMachine(RuleBasedStateMachine):
         call, ask = pairs[pick % len(pairs)]
         self.answered.add(ask["id"])
         _note("answered on the other worker" if worker != call.worker else "answered on the same worker")
+        if call.batch:
+            _note("answered a batched call's ask")
         response = self.post(
             worker, call.session, {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": []}}
         )
@@ -552,7 +566,11 @@ class SharedMachine(RuleBasedStateMachine):
                         "jsonrpc": "2.0",
                         "id": held.rid,
                         "method": "tools/call",
-                        "params": {"name": "hold", "arguments": {"key": key}},
+                        "params": {
+                            "name": "hold",
+                            "arguments": {"key": key},
+                            "_meta": {"progressToken": f"p{key}"},
+                        },
                     }
                 )
             elif kind == "reuse":
@@ -609,14 +627,15 @@ class SharedMachine(RuleBasedStateMachine):
         if held is None:
             assert response.status == (200 if expect else 202), (response.status, response.chunks)
 
-    @precondition(lambda self: any(c.live_view() and not c.batch for c in self.running()))
+    @precondition(lambda self: any(c.live_view() for c in self.running()))
     @rule(pick=st.integers(0, 100))
     def client_drops(self, pick: int) -> None:
-        calls = [c for c in self.running() if c.live_view() and not c.batch]
+        calls = [c for c in self.running() if c.live_view()]
         call = calls[pick % len(calls)]
         view = call.live_view()
         assert view is not None
         view.hang_up()
+        _note("a batch's client dropped" if call.batch else "a client dropped")
         self.wait(lambda: view.task.done(), "the app to notice the client left")
 
     @precondition(lambda self: any(self._resumable(c) for c in self.calls.values()))
@@ -680,7 +699,7 @@ class SharedMachine(RuleBasedStateMachine):
             got = sorted(
                 (m["id"], _outcome(m))
                 for m in _flat(response.messages())
-                if m["id"] in {rid for rid, _ in expect}
+                if m.get("id") in {rid for rid, _ in expect}
             )
             wanted = sorted(
                 (rid, f"id {rid} is already in use" if what == "in use" else what) for rid, what in expect
@@ -855,5 +874,38 @@ def test_batches_claim_answer_and_cancel_across_workers(batch_on: int) -> None:
         machine.batch_items_answered_once_and_correctly()
         assert all(response.complete for response, _ in machine.batches)
         assert [len(expect) for _, expect in machine.batches] == [3, 1, 1, 1]
+    finally:
+        machine.teardown()
+
+
+@pytest.mark.parametrize("answer_on", [0, 1])
+def test_a_batched_call_asks_the_client_and_reports_progress(answer_on: int) -> None:
+    """Before: a batch was always answered as one JSON array, so a batched call's
+    roots/list never reached the client (the handler and its batch waited for ever) and
+    its progress was dropped. Now the batch's answer becomes an SSE stream carrying them,
+    the client's answer (POSTed to either worker) reaches the one that asked, and every
+    item of the batch is answered once."""
+    machine = SharedMachine()
+    try:
+        machine.open_session(0, old=True)
+        machine.batch(0, 0, ["echo", "held", "echo"])
+        call = machine.calls[1]
+        assert call.batch and call.started
+        machine.handler_acts(0, "progress")
+        machine.handler_acts(0, "ask")
+        assert call.post is not None and call.post.sse and len(call.asks()) == 1
+        machine.answer_ask(0, answer_on)
+        machine.handler_acts(0, "ask")
+        machine.answer_ask(0, 1 - answer_on)
+        machine.handler_acts(0, "progress")
+        machine.handler_acts(0, "done")
+        machine.wait(lambda: call.post is not None and call.post.complete, "the batch's stream to end")
+        machine.no_exchange_failed()
+        machine.each_call_is_answered_once_and_correctly()
+        machine.batch_items_answered_once_and_correctly()
+        machine.progress_in_order_and_once()
+        assert len(call.finals()) == 1 and call.ended == "done"
+        progress = [m for m in _flat(call.post.messages()) if m.get("method") == "notifications/progress"]
+        assert [m["params"]["progress"] for m in progress] == [1, 2]
     finally:
         machine.teardown()

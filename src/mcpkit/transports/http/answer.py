@@ -11,8 +11,9 @@ import msgspec
 
 from ...protocol import http as h
 from ...protocol import jsonrpc
-from ...protocol.errors import INVALID_REQUEST, MCPError
+from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError, ProtocolError
 from ...protocol.framing import Oversized
+from ...protocol.jsonrpc import ErrorObject, ErrorResponse, Request
 from .asgi import HTTPFailure, Receive, Send, respond
 from .settings import HTTPSettings
 from .streams import ResponseStream, StreamItem, pump_sse
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from ...session.engine import Engine
     from .sessions import LegacyHTTPSession
 
-__all__ = ["ReplyForm", "SingleChannel", "answer", "fail", "json_answer", "jsonrpc_error"]
+__all__ = ["ReplyForm", "SingleChannel", "answer", "fail", "json_answer", "jsonrpc_error", "refuse_unsent"]
 
 
 class SingleChannel:
@@ -108,8 +109,9 @@ async def answer(
         await json_answer(send, first, form.modern, extra)
         return
     if not form.sse:
-        # JSON only: what came before the result has nowhere to go in this era's
-        # rules (legacy: it already went to the GET stream; modern: dropped).
+        # JSON only: what comes before the result has no way to the client. A request
+        # to the client (roots/list, sampling, elicitation) fails at once in its handler
+        # (else it waited for an answer that could never come); notifications are dropped.
         item: StreamItem | None = first
         while item is None or not item.final:
             if item is None:
@@ -122,6 +124,8 @@ async def answer(
                 # waits for its answer on this response instead.
                 if not stream.reopen(stream.seq):
                     stream.closed = False
+            else:
+                refuse_unsent(engine, item.data)
             item = await stream.get()
         await json_answer(send, item, form.modern, extra)
         return
@@ -146,6 +150,22 @@ async def answer(
         on_disconnect=disconnected,
         extra_headers=extra,
     )
+
+
+def refuse_unsent(engine: Engine[Any], data: bytes) -> None:
+    """``data`` will never reach the client (its response is JSON): if it is a request
+    of ours, fail it at once with an error saying why, instead of leaving its handler
+    waiting for an answer that cannot come."""
+    try:
+        message = jsonrpc.decode_message(data)
+    except ProtocolError:
+        return
+    if isinstance(message, Request):
+        why = (
+            f"{message.method} cannot reach the client: the request it serves is answered as "
+            "application/json (json_response=True, or the client does not accept text/event-stream)"
+        )
+        engine.feed_message(ErrorResponse(message.id, ErrorObject(INTERNAL_ERROR, why)))
 
 
 async def _first(

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -259,6 +260,21 @@ class StreamableHTTPApp(Lifetime, LegacyRoutes):
         if required and not required <= principal.scopes:
             raise _auth_failure(auth.insufficient_scope(required, _resource.get()))
 
+    def _check_batch_scopes(self, requests: Sequence[ServerRequest]) -> None:
+        """:meth:`_check_scopes` for the requests of a batch at once: one 403 naming the
+        union of the scopes they need (2025-11-25 authorization, "Runtime Insufficient
+        Scope Errors": the scopes to satisfy the current request), so the client steps
+        up once, not once per item."""
+        auth = self.settings.auth
+        principal = _principal.get()
+        if auth is None or principal is None:
+            return
+        needed: frozenset[str] = frozenset()
+        for request in requests:
+            needed |= self.server.required_scopes(request.method, request.target)
+        if needed and not needed <= principal.scopes:
+            raise _auth_failure(auth.insufficient_scope(needed, _resource.get()))
+
     # -- POST ----------------------------------------------------------------
     #
     # The body is decoded once: the envelope here, the params by decode_request
@@ -280,7 +296,7 @@ class StreamableHTTPApp(Lifetime, LegacyRoutes):
             return
         version = parse_version(headers.get(h.PROTOCOL_VERSION, "").strip())
         if isinstance(message, list):
-            await self._post_batch(message, send, headers)
+            await self._post_batch(message, receive, send, headers, form)
             return
         request: ServerRequest | None = None
         if isinstance(message, Request):

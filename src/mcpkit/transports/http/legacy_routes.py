@@ -23,6 +23,7 @@ from ...scale.errors import RedisUnavailable
 from ...session.engine import Engine
 from .answer import ReplyForm, SingleChannel, answer, jsonrpc_error
 from .asgi import HTTPFailure, Receive, Send, respond
+from .batches import answer_batch
 from .contract import ServedApp, ServedConnection
 from .principal import current_principal as _principal
 from .sessions import LegacyHTTPSession, SessionStore, new_session_id
@@ -57,6 +58,8 @@ class LegacyRoutes:
     if TYPE_CHECKING:
 
         def _check_scopes(self, request: ServerRequest) -> None: ...
+
+        def _check_batch_scopes(self, requests: Sequence[ServerRequest]) -> None: ...
 
     async def _session_for(self, session_id: str) -> LegacyHTTPSession | None:
         """The session, if it exists and belongs to this caller.
@@ -248,8 +251,12 @@ class LegacyRoutes:
         engine.submit(request)
         await answer(self.settings, stream, engine, request.id, receive, send, form)
 
-    async def _post_batch(self, items: list[msgspec.Raw], send: Send, headers: dict[str, str]) -> None:
-        """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array.
+    async def _post_batch(
+        self, items: list[msgspec.Raw], receive: Receive, send: Send, headers: dict[str, str], form: ReplyForm
+    ) -> None:
+        """JSON-RPC batches: 2025-03-26 sessions only, answered as one JSON array, or as
+        an SSE stream when an item's handler sends something before its answer (a request
+        to the client, progress) and the client takes one (see :mod:`.batches`).
 
         A shared session's batch claims its requests' ids across workers as a
         single request does, all with the session read (one round trip): an item
@@ -280,11 +287,16 @@ class LegacyRoutes:
         if self.settings.auth is not None:
             # Each request's scopes are checked as a single POST's are (else batching a call
             # bypassed a tool's scopes=): one lacking them refuses the whole batch with the
-            # 403 challenge before any item runs, so the client can step up and send it again.
+            # 403 challenge before any item runs, naming every scope the batch needs, so the
+            # client steps up once and sends it again.
             try:
-                for message in messages:
-                    if isinstance(message, Request) and message.method != "initialize":
-                        self._check_scopes(decode_request(message, principal, "http"))
+                self._check_batch_scopes(
+                    [
+                        decode_request(message, principal, "http")
+                        for message in messages
+                        if isinstance(message, Request) and message.method != "initialize"
+                    ]
+                )
             except HTTPFailure:
                 if shared is not None:
                     shared.release(session.id, wanted, claimed)
@@ -323,18 +335,13 @@ class LegacyRoutes:
                     shared.release_when_done(session, rid)
             elif shared is None or not shared.relay(session, message):
                 session.engine.feed_message(message)
-        for stream in streams:
-            while True:
-                item = await stream.get()
-                if item is None or item.final:
-                    break
-            if item is not None:
-                answers.append(item.data)
-            session.forget_stream(stream)
-        if not answers:
-            await respond(send, 202)
+        if not streams:
+            if answers:  # (refusals only: as a single POST's, plain JSON)
+                await respond(send, 200, b"[" + b",".join(answers) + b"]")
+            else:
+                await respond(send, 202)
             return
-        await respond(send, 200, b"[" + b",".join(answers) + b"]")
+        await answer_batch(self.settings, session, streams, answers, receive, send, form)
 
     # -- GET and DELETE (legacy sessions) ----------------------------------------
 
