@@ -25,7 +25,6 @@ directory of skills (or one skill, or a package's resources) to the server's
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import os
 import time
@@ -34,8 +33,6 @@ from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from msgspec import UNSET
 
 from ..protocol import _binary as binary
 from ..protocol import types as t
@@ -58,6 +55,7 @@ from ..protocol.skills import (
     unknown_skill,
 )
 from ._skill_scan import ScannedSkill, SkillLimits, read_file, scan_dir_skill, scan_source
+from .paging import page as paged
 from .resources import ResourceNotFound
 
 if TYPE_CHECKING:
@@ -358,7 +356,7 @@ class SkillSet:
         """``skills/list``: a page of the entries ``shown`` lets through (never splitting one)."""
         await self._fresh()
         entries = [e for e in self._entries if shown(e.uri)]
-        page, nxt = _page(entries, cursor, self._page_size())
+        page, nxt = paged(entries, cursor, self._page_size())
         return ListSkillsResult(skills=page, next_cursor=nxt)
 
     async def get_result(self, uri: str, shown: Callable[[str], bool] = _everything) -> GetSkillResult:
@@ -397,7 +395,7 @@ class SkillSet:
             else:
                 info = child[0].files[child[1]]
                 items.append(t.Resource(uri=child_uri, name=name, mime_type=info.mime_type, size=info.size))
-        page, nxt = _page(items, cursor, self._page_size())
+        page, nxt = paged(items, cursor, self._page_size())
         return ReadDirectoryResult(resources=page, next_cursor=nxt)
 
 
@@ -424,19 +422,3 @@ def _tree(
                 last = cut == len(full) - 1
                 dirs.setdefault(full[:cut], {})[full[cut]] = (skill, rel) if last else None
     return dirs
-
-
-def _page(items: list[Any], cursor: str | Any, size: int | None) -> tuple[list[Any], str | Any]:
-    start = 0
-    if isinstance(cursor, str):
-        try:
-            start = int(base64.urlsafe_b64decode(cursor.encode()).decode())
-            if start < 0 or start > len(items):
-                raise ValueError
-        except ValueError:
-            raise MCPError(INVALID_PARAMS, f"Invalid cursor: {cursor!r}") from None
-    if size is None:
-        return items[start:], UNSET
-    end = start + size
-    nxt = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else UNSET
-    return items[start:end], nxt
