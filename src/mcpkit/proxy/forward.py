@@ -17,7 +17,7 @@ import functools
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 import msgspec
 
@@ -76,6 +76,30 @@ class Forwarder:
         self._parked: dict[str, Route] = {}
 
     # -- requests ----------------------------------------------------------------------
+
+    @overload
+    async def call_tool(
+        self,
+        ctx: Context,
+        pick: Pick,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        execution: Any = None,
+        raw: Literal[False] = False,
+    ) -> t.CallToolResult: ...
+
+    @overload
+    async def call_tool(
+        self,
+        ctx: Context,
+        pick: Pick,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        execution: Any = None,
+        raw: bool,
+    ) -> t.CallToolResult | msgspec.Raw: ...
 
     async def call_tool(
         self,

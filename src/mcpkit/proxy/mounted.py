@@ -40,7 +40,8 @@ from ..protocol.skills import (
     split_uri,
     unknown_skill,
 )
-from ..server.skills import SkillSet, SkillSettings, _page
+from ..server.paging import page as paged
+from ..server.skills import SkillSet, SkillSettings
 from .extensions import ProxySkills
 from .server import ProxyServer
 from .subscriptions import SubscriptionHooks, Subscriptions
@@ -168,7 +169,7 @@ class MountedSkills(SkillSet):
             for skill in await self._all(mount, skills)
             if shown(skill.uri)
         ]
-        page, nxt = _page(entries, cursor, self._page_size())
+        page, nxt = paged(entries, cursor, self._page_size())
         return ListSkillsResult(skills=page, next_cursor=nxt)
 
     async def get_result(self, uri: str, shown: Callable[[str], bool] = lambda _: True) -> GetSkillResult:
@@ -194,7 +195,7 @@ class MountedSkills(SkillSet):
                     for name in sorted(top for top in tops if top is not None)
                     if shown(f"{uri}/{name}")
                 ]
-                page, nxt = _page(items, cursor, self._page_size())
+                page, nxt = paged(items, cursor, self._page_size())
                 return ReadDirectoryResult(resources=page, next_cursor=nxt)
         found = self._find(uri)
         if found is None:
