@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from _tokens import Tokens
 from _wait import eventually
 from mcpkit import Client, Context, MCPServer
-from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
+from mcpkit.auth.server import BearerAuthenticator
 from mcpkit.host import AuditLog, Gateway, Host, Policy, parse_config
 from mcpkit.middleware import Middleware
 from mcpkit.protocol import types as t
@@ -54,16 +55,6 @@ ECHO = textwrap.dedent(
         server.run()
     """
 )
-
-
-class Tokens:
-    """``<name>-token`` stands for the principal ``name``."""
-
-    async def verify(self, token: str, resource: str) -> Principal:
-        name, _, rest = token.partition("-")
-        if rest != "token":
-            raise TokenVerificationError("unknown token")
-        return Principal(subject=name)
 
 
 class Lines:

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from _tokens import Tokens
 from mcpkit import Client, MCPServer
-from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
+from mcpkit.auth.server import BearerAuthenticator
 from mcpkit.protocol import types as t
-from mcpkit.protocol.auth import Principal
 from mcpkit.proxy import ProxyServer
 from mcpkit.testing import serve_http
 
@@ -38,16 +38,6 @@ ECHO = textwrap.dedent(
         server.run()
     """
 )
-
-
-class Tokens:
-    """``<name>-token`` stands for the principal ``name``."""
-
-    async def verify(self, token: str, resource: str) -> Principal:
-        name, _, rest = token.partition("-")
-        if rest != "token":
-            raise TokenVerificationError("unknown token")
-        return Principal(subject=name)
 
 
 def text(result: Any) -> str:

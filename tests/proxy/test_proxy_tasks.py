@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from _tokens import Tokens
 from _wait import eventually
 from mcpkit import Client, MCPError, MCPServer
-from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
+from mcpkit.auth.server import BearerAuthenticator
 from mcpkit.client.tasks import TaskHandle
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
@@ -62,16 +63,6 @@ BACKEND = textwrap.dedent(
         server.run()
     """
 )
-
-
-class Tokens:
-    """``<name>-token`` stands for the principal ``name``."""
-
-    async def verify(self, token: str, resource: str) -> Principal:
-        name, _, rest = token.partition("-")
-        if rest != "token":
-            raise TokenVerificationError("unknown token")
-        return Principal(subject=name)
 
 
 def backend_command(tmp_path: Path) -> list[str]:

@@ -19,8 +19,9 @@ from typing import Any, Literal
 import pytest
 import redis
 
+from _tokens import Tokens
 from mcpkit import Client, MCPError, MCPServer
-from mcpkit.auth.server import BearerAuthenticator, TokenVerificationError
+from mcpkit.auth.server import BearerAuthenticator
 from mcpkit.client.tasks import TaskHandle
 from mcpkit.protocol import types as t
 from mcpkit.protocol.auth import Principal
@@ -59,16 +60,6 @@ BACKEND = textwrap.dedent(
         return "never"
     """
 )
-
-
-class Tokens:
-    """``<name>-token`` stands for the principal ``name``."""
-
-    async def verify(self, token: str, resource: str) -> Principal:
-        name, _, rest = token.partition("-")
-        if rest != "token":
-            raise TokenVerificationError("unknown token")
-        return Principal(subject=name)
 
 
 def backend_server() -> MCPServer:
