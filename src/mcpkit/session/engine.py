@@ -177,12 +177,14 @@ class Engine(Generic[Req]):
         self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
         #: The deadlines of our outbound requests with a timeout (one timer for them all).
         self._deadlines = Deadlines(self._pending)
-        self._room = asyncio.Event()
-        self._room.set()
+        #: Made only while max_in_flight requests run (None: there is room); an idle
+        #: session's Events were most of its memory (issue 18).
+        self._room: asyncio.Event | None = None
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._input_held = False
-        self._input_done = asyncio.Event()
+        #: Push mode only: made by :meth:`run`.
+        self._input_done: asyncio.Event | None = None
         #: Called once when the engine closes.
         self.on_close: list[Callable[[], None]] = []
 
@@ -197,9 +199,10 @@ class Engine(Generic[Req]):
         """
         if self._push is not None:
             # The transport hands us lines from its own callback: no reader task.
+            self._input_done = done = asyncio.Event()
             self._push.set_receiver(self._on_lines)
             try:
-                await self._input_done.wait()
+                await done.wait()
             finally:
                 await self.shutdown(self.shutdown_grace)
             return
@@ -210,7 +213,7 @@ class Engine(Generic[Req]):
                     self.dispatcher.input_closed()
                     break
                 for line in batch:
-                    if not self._room.is_set():
+                    if self._room is not None:
                         await self._room.wait()
                     self.feed(line)
                 # Answers written from the read loop still respect the peer's pace.
@@ -252,7 +255,8 @@ class Engine(Generic[Req]):
     def _on_lines(self, batch: list[bytes | Oversized] | None) -> None:
         if batch is None:
             self.dispatcher.input_closed()
-            self._input_done.set()
+            if self._input_done is not None:
+                self._input_done.set()
             return
         feed = self.feed
         for line in batch:
@@ -355,8 +359,8 @@ class Engine(Generic[Req]):
         else:
             task = asyncio.get_running_loop().create_task(self._run_request(request))
         self._in_flight[rid] = task
-        if len(self._in_flight) >= self.max_in_flight:
-            self._room.clear()
+        if len(self._in_flight) >= self.max_in_flight and self._room is None:
+            self._room = asyncio.Event()
 
     def in_flight(self, request_id: RequestId) -> bool:
         """Whether one of the peer's requests with this id is being handled."""
@@ -406,7 +410,10 @@ class Engine(Generic[Req]):
             return
         self._in_flight.pop(rid, None)
         if len(self._in_flight) < self.max_in_flight:
-            self._room.set()
+            room = self._room
+            if room is not None:
+                self._room = None
+                room.set()  # wakes the read loop, which awaits this Event
             if self._input_held and self._push is not None:
                 self._input_held = False
                 self._push.release_input()
