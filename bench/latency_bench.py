@@ -16,6 +16,9 @@ Method (issue 18, item 4):
 * The load generator is one Python process on uvloop; its CPU use over the run is reported (`gen CPU`),
   with the rate it really achieved: a generator near 100% of a core, or an achieved rate below the target,
   means the figure is the generator's, not the server's. Every response is checked (id, echoed text).
+* The server's CPU (``/proc``) is reported for every load and for the maximum's measurement, per
+  request: a server whose CPU per request is higher one by one than in batches can reach 100% of a
+  core below 90% of its batched maximum; its queue then grows for the rest of the run.
 
 Usage::
 
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 import httpx
 import stdio_bench
 from common import (
+    CLK_TCK,
     TEXT,
     BenchFailure,
     McpkitSource,
@@ -49,6 +53,7 @@ from common import (
     load_average,
     machine_lines,
     mcpkit_source,
+    proc_cpu_ticks,
     ratio,
     report_head,
 )
@@ -80,11 +85,15 @@ class Point:
     p99_ms: float
     p999_ms: float
     gen_cpu: float  # the generator's CPU seconds / wall seconds
+    server_cpu: float  # the server process's CPU seconds / wall seconds (from /proc)
+    server_us: float  # the server's CPU per answered request, µs
 
 
 @dataclass
 class Cell:
     max_rps: float | None = None
+    #: the server's CPU per request while its maximum was measured (µs): batched, many per wake-up
+    max_us: float | None = None
     points: dict[float, Point] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
@@ -98,9 +107,13 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
     return q(0.5), q(0.99), q(0.999)
 
 
-def make_point(rate: float, lat_s: list[float], wall: float, cpu: float) -> Point:
+def make_point(rate: float, lat_s: list[float], wall: float, cpu: float, server_ticks: int) -> Point:
     p50, p99, p999 = percentiles(lat_s)
-    return Point(rate, len(lat_s) / wall, p50 * 1e3, p99 * 1e3, p999 * 1e3, cpu / wall)
+    server_s = server_ticks / CLK_TCK
+    server_us = server_s / len(lat_s) * 1e6 if lat_s else 0.0
+    return Point(
+        rate, len(lat_s) / wall, p50 * 1e3, p99 * 1e3, p999 * 1e3, cpu / wall, server_s / wall, server_us
+    )
 
 
 # ----------------------------------------------------------------------------------------------- stdio
@@ -119,11 +132,13 @@ async def stdio_cell(name: str, source: McpkitSource, cfg: Settings, rng: random
             # Sustained, not one burst: batches of max_n pipelined calls for max_s seconds (a single
             # burst catches a lucky moment of CPU on a shared machine and overstates the maximum).
             t0 = time.perf_counter()
+            ticks0 = proc_cpu_ticks(client.pid)
             done = 0
             while done == 0 or time.perf_counter() - t0 < cfg.max_s:
                 await client.pipelined(cfg.max_n)
                 done += cfg.max_n
             cell.max_rps = done / (time.perf_counter() - t0)
+            cell.max_us = (proc_cpu_ticks(client.pid) - ticks0) / CLK_TCK / done * 1e6
             fractions = list(FRACTIONS)
             rng.shuffle(fractions)
             for f in fractions:
@@ -141,6 +156,7 @@ async def stdio_open_loop(client: stdio_bench.RawClient, rate: float, duration: 
     due: dict[int, float] = {}
     lat: list[float] = []
     cpu0 = time.process_time()
+    ticks0 = proc_cpu_ticks(client.pid)
     start = time.perf_counter() + 0.01
 
     async def writer() -> None:
@@ -170,7 +186,7 @@ async def stdio_open_loop(client: stdio_bench.RawClient, rate: float, duration: 
     async with asyncio.timeout(duration * 5 + 30):
         await asyncio.gather(writer(), reader())
     wall = time.perf_counter() - start
-    return make_point(rate, lat, wall, time.process_time() - cpu0)
+    return make_point(rate, lat, wall, time.process_time() - cpu0, proc_cpu_ticks(client.pid) - ticks0)
 
 
 # ------------------------------------------------------------------------------------------------ http
@@ -181,7 +197,7 @@ def http_call(rid: int) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}).encode()
 
 
-async def http_open_loop(port: int, session: str, rate: float, duration: float) -> Point:
+async def http_open_loop(port: int, pid: int, session: str, rate: float, duration: float) -> Point:
     n = max(10, int(rate * duration))
     headers = {**LEGACY, "Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY_VERSION}
     idle: list[RawHTTP] = []
@@ -191,6 +207,7 @@ async def http_open_loop(port: int, session: str, rate: float, duration: float) 
     errors: list[BaseException] = []
     tasks: set[asyncio.Task[None]] = set()
     cpu0 = time.process_time()
+    ticks0 = proc_cpu_ticks(pid)
     start = time.perf_counter() + 0.01
 
     async def work(conn: RawHTTP | None, rid: int, due: float) -> None:
@@ -240,7 +257,7 @@ async def http_open_loop(port: int, session: str, rate: float, duration: float) 
     if errors:
         raise BenchFailure(f"open loop: {type(errors[0]).__name__}: {errors[0]}")
     wall = time.perf_counter() - start
-    return make_point(rate, lat, wall, time.process_time() - cpu0)
+    return make_point(rate, lat, wall, time.process_time() - cpu0, proc_cpu_ticks(pid) - ticks0)
 
 
 def http_cell(
@@ -253,11 +270,14 @@ def http_cell(
             session = open_session(client, server.url)
             if cfg.duration_s >= 1:
                 run_wrk(wrk, server.url, 16, 1, "legacy", session, server.pid)  # warm-up, checked
-            cell.max_rps = run_wrk(wrk, server.url, 16, cfg.max_s, "legacy", session, server.pid).rps
+            most = run_wrk(wrk, server.url, 16, cfg.max_s, "legacy", session, server.pid)
+            cell.max_rps, cell.max_us = most.rps, most.server_cpu_us
             fractions = list(FRACTIONS)
             rng.shuffle(fractions)
             for f in fractions:
-                cell.points[f] = arun(http_open_loop(server.port, session, f * cell.max_rps, cfg.duration_s))
+                cell.points[f] = arun(
+                    http_open_loop(server.port, server.pid, session, f * cell.max_rps, cfg.duration_s)
+                )
         except (BenchFailure, httpx.HTTPError, OSError) as exc:
             cell.failures.append(f"http: {exc}{server.log_tail()}")
         finally:
@@ -315,15 +335,15 @@ def render_report(
         add("")
         add(
             "| server | max req/s | load | target req/s | achieved req/s | p50 ms | p99 ms | p99.9 ms "
-            "| gen CPU |"
+            "| gen CPU | server CPU | server µs/req (at max) |"
         )
-        add("|---|---|---|---|---|---|---|---|---|")
+        add("|---|---|---|---|---|---|---|---|---|---|---|")
         for peer in cfg.peers:
             cell = cells.get((peer, transport))
             if cell is None:
                 continue
             if not cell.points:
-                add(f"| {peer} | {fmt(cell.max_rps)} | - | - | - | - | - | - | - |")
+                add(f"| {peer} | {fmt(cell.max_rps)} | - | - | - | - | - | - | - | - | - |")
             for f in FRACTIONS:
                 pt = cell.points.get(f)
                 if pt is None:
@@ -331,7 +351,7 @@ def render_report(
                 add(
                     f"| {peer} | {fmt(cell.max_rps)} | {f:.0%} | {fmt(pt.target_rps)} | "
                     f"{fmt(pt.achieved_rps)} | {pt.p50_ms:.2f} | {pt.p99_ms:.2f} | {pt.p999_ms:.2f} "
-                    f"| {pt.gen_cpu:.0%} |"
+                    f"| {pt.gen_cpu:.0%} | {pt.server_cpu:.0%} | {pt.server_us:.0f} ({fmt(cell.max_us)}) |"
                 )
         add("")
         mk = cells.get(("mcpkit", transport))
@@ -396,6 +416,10 @@ def info_lines(cfg: Settings, wrk: str) -> list[str]:
         "(legacy session, JSON); open loop: one Python process on uvloop "
         f"({TICK_S * 1e3:g} ms ticks; HTTP pool of at most {MAX_CONNS} keep-alive connections), "
         f"-d{cfg.duration_s:g}s per load; one repetition, shuffle seed {cfg.seed}",
+        "`server CPU`: the server process's CPU (utime + stime from `/proc`) over the load's wall time; "
+        "`server µs/req`: its CPU per answered request at that load, and in brackets while its maximum "
+        "was measured (requests arriving together share a wake-up of the server; arriving one by one, "
+        "each pays its own: a server near 100% at 90% load is at its open-loop capacity)",
     ]
 
 
