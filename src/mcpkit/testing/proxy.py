@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -100,6 +101,17 @@ class ProxiedRequest:
     status: int | None = None
     #: Backends that refused the connection before one answered.
     refused: list[int] = field(default_factory=list)
+    #: The client's port (the proxy's peer on the client's side of the request).
+    client_port: int | None = None
+    #: The proxy's own port on its connection to the backend, once it is open: with
+    #: ``client_port``, says which client a connection still open on a backend is for.
+    upstream_port: int | None = None
+    #: Where the request is: ``waiting`` (for a backend's answer), ``relaying`` (the
+    #: response's body), then how it ended: ``done``, ``client left``, ``backend broke
+    #: off``, ``proxy stopping``, ``502``.
+    state: str = "waiting"
+    #: When it arrived (``time.monotonic()``).
+    at: float = field(default_factory=time.monotonic)
 
 
 class RoundRobinProxy:
@@ -222,14 +234,25 @@ class RoundRobinProxy:
             {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())},
             body,
             first,
+            client_port=scope["client"][1] if scope.get("client") else None,
         )
         self.log.append(entry)
+
+        async def trace(event: str, info: dict[str, Any]) -> None:
+            if event == "connection.connect_tcp.complete":
+                with contextlib.suppress(Exception):
+                    entry.upstream_port = info["return_value"].get_extra_info("socket").getsockname()[1]
+
         response: httpx.Response | None = None
         assert self._client is not None
         for step in range(len(self.backends)):
             index = (first + step) % len(self.backends)
             request = self._client.build_request(
-                method, self.backends[index] + path, headers=headers, content=body
+                method,
+                self.backends[index] + path,
+                headers=headers,
+                content=body,
+                extensions={"trace": trace},
             )
             try:
                 response = await self._client.send(request, stream=True)
@@ -246,7 +269,7 @@ class RoundRobinProxy:
                 # The backend took the request and died before its response began: the
                 # request may have run, so it is not sent elsewhere. A gateway answers
                 # 502 (RFC 9110 15.6.3), as nginx does, not a 500 of its own.
-                entry.backend, entry.status = index, 502
+                entry.backend, entry.status, entry.state = index, 502, "502"
                 await _plain(send, 502, b"Bad Gateway: the backend failed before answering\n")
                 return
             entry.backend, entry.status = index, response.status_code
@@ -257,15 +280,16 @@ class RoundRobinProxy:
                 flush=True,
             )
         if response is None:
-            entry.status = 502
+            entry.status, entry.state = 502, "502"
             await _plain(send, 502, b"Bad Gateway: no backend accepted the connection\n")
             return
+        entry.state = "relaying"
         try:
-            await self._relay(response, receive, send)
+            entry.state = await self._relay(response, receive, send)
         finally:
             await response.aclose()
 
-    async def _relay(self, response: httpx.Response, receive: Any, send: Any) -> None:
+    async def _relay(self, response: httpx.Response, receive: Any, send: Any) -> str:
         """Stream ``response`` to the client until it ends, the client leaves, or we stop."""
         named = {
             token.strip().lower()
@@ -303,12 +327,14 @@ class RoundRobinProxy:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         if leaving.done() and not leaving.cancelled():
-            return  # the client left: closing the upstream response (our caller) tells the backend
+            return "client left"  # closing the upstream response (our caller) tells the backend
         if pumping.done() and not pumping.cancelled() and not pumping.result():
             # The backend died mid-body: cut the client off rather than end the body cleanly.
             _aborting.set(True)
-            return
+            return "backend broke off"
+        stopping = not (pumping.done() and not pumping.cancelled())
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return "proxy stopping" if stopping else "done"
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -37,8 +37,9 @@ import httpx
 
 from ..proxy import RoundRobinProxy
 from .faults import FAULTS, Deployment, inject_faults
+from .leftovers import describe_leftovers
 from .ops import LegacySession, modern_echo, modern_read, modern_steps, run_op
-from .procs import RedisProcess, WorkerProcess, free_port
+from .procs import RedisProcess, WorkerProcess, free_port, proc_rss_kib
 from .record import Recorder
 from .streams import LegacyWatcher, ModernListener, OldSSEClient, slow_body
 
@@ -204,17 +205,26 @@ async def _load(d: Deployment, rec: Recorder, cfg: SoakConfig, stop: asyncio.Eve
             await client.aclose()
 
 
-async def _idle_usage(d: Deployment) -> tuple[int, int]:
-    """Worker 0's (RSS KiB, descriptors) once its descriptors held still for 2 s (at most 30 s)."""
+async def _idle_usage(d: Deployment, started: float) -> tuple[tuple[int, int], dict[str, int], list[str]]:
+    """Worker 0 once its descriptors held still for 2 s (at most 30 s): (RSS KiB, descriptors),
+    the same descriptors by kind, and its client connections still open with who holds them.
+
+    The count is the sum of the kinds of one reading: a count and a breakdown read apart
+    disagree whenever a descriptor comes or goes between them (a pooled Redis connection
+    whose Redis was restarted is closed when redis-py next takes it), and the check
+    subtracts one from the other."""
     deadline, last, since = time.monotonic() + 30, -1, time.monotonic()
-    while time.monotonic() < deadline:
-        rss, fds = d.usage()
+    while True:
+        kinds = d.fds()
+        fds, now = sum(kinds.values()), time.monotonic()
         if fds != last:
-            last, since = fds, time.monotonic()
-        elif time.monotonic() - since >= 2.0:
-            return rss, fds
+            last, since = fds, now
+        elif now - since >= 2.0:
+            break
+        if now >= deadline:
+            break
         await asyncio.sleep(0.1)
-    return d.usage()
+    return (proc_rss_kib(d.workers[0].pid), fds), kinds, _leftovers(d, started)
 
 
 async def _phase(
@@ -255,13 +265,11 @@ async def run_soak(cfg: SoakConfig) -> SoakReport:
         async with RoundRobinProxy([w.url for w in workers]) as proxy:
             d = Deployment(redis, workers, proxy)
             await _phase(d, warm, cfg, cfg.warmup, f"warm-{run_id}", faults=False)
-            base = await _idle_usage(d)
-            base_fds = d.fds()
+            base, base_fds, base_open = await _idle_usage(d, warm.started)
             rec.started = time.monotonic()
             await _phase(d, rec, cfg, 0, run_id, faults=True)
             soaked = time.monotonic() - rec.started
-            end = await _idle_usage(d)
-            end_fds = d.fds()
+            end, end_fds, end_open = await _idle_usage(d, rec.started)
             pending = warm.pending + rec.pending
     finally:
         for worker in workers:
@@ -269,8 +277,28 @@ async def run_soak(cfg: SoakConfig) -> SoakReport:
         await redis.kill()
     problems = [line for w in workers for line in w.problems()]
     report = _report(cfg, warm, rec, soaked, (base, base_fds), (end, end_fds), pending, problems)
+    if base_open or end_open:
+        report.markdown += _leftover_section(base_open, end_open)
     (cfg.out / "soak.md").write_text(report.markdown)
     return report
+
+
+def _leftovers(d: Deployment, started: float) -> list[str]:
+    """Worker 0's client connections still open, each with who holds its other end."""
+    others = [w.pid for w in d.workers if w.alive]
+    if d.redis.proc is not None:
+        others.append(d.redis.proc.pid)
+    try:
+        return describe_leftovers(d.workers[0].pid, d.workers[0].port, d.proxy, others, started)
+    except OSError as exc:
+        return [f"(not found: {exc!r})"]
+
+
+def _leftover_section(base: list[str], end: list[str]) -> str:
+    rows = ["", "## Worker 0's client connections still open (once idle)", ""]
+    rows += ["At the baseline:", "", *(f"- {line}" for line in base or ["none"]), ""]
+    rows += ["At the end:", "", *(f"- {line}" for line in end or ["none"]), ""]
+    return "\n".join(rows)
 
 
 def _fd_table(base: dict[str, int], end: dict[str, int]) -> str:
