@@ -18,6 +18,7 @@ import httpx
 import pytest
 import uvicorn
 
+from _wait import eventually
 from mcpkit.testing._uvicorn import bound_port, start_server, stop_server
 from mcpkit.testing.proxy import RoundRobinProxy
 
@@ -324,3 +325,67 @@ async def test_the_command_line() -> None:
             proc.terminate()
             async with asyncio.timeout(10):
                 await proc.wait()
+
+
+async def test_a_client_leaving_as_the_body_ends_still_closes_the_upstream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by the soak: worker 0 kept a connection ESTABLISHED after the load stopped.
+    httpcore closes a finished response's connection under anyio's shield, which holds off
+    anyio cancellation only; the proxy stopped its pump with Task.cancel(), and when that
+    landed inside the close (the client left just as the body ended), the close was dropped
+    and the connection stayed open, marked busy, until the proxy stopped. The close is made
+    slow here, so the client's leaving always lands in it."""
+    from httpcore._async.http11 import AsyncHTTP11Connection
+
+    closing, gate, cancelled, peer_closed = (asyncio.Event() for _ in range(4))
+    original = AsyncHTTP11Connection._response_closed
+
+    async def slow_close(self: AsyncHTTP11Connection) -> None:
+        closing.set()
+        try:
+            await gate.wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        await original(self)
+
+    monkeypatch.setattr(AsyncHTTP11Connection, "_response_closed", slow_close)
+    release = asyncio.Event()
+
+    async def finite(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"0\r\n\r\n")  # the body ends; the connection stays (keep-alive)
+        await writer.drain()
+        await reader.read()  # until the proxy closes its side
+        peer_closed.set()
+        writer.close()
+
+    server = await asyncio.start_server(finite, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with RoundRobinProxy([f"http://127.0.0.1:{port}"]) as proxy:
+            # A raw client: an httpx one would close through the slowed httpcore too.
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(b"GET /finite HTTP/1.1\r\nhost: x\r\n\r\n")
+            await reader.readuntil(b"first\n")
+            release.set()
+            async with asyncio.timeout(5):
+                await closing.wait()  # the proxy's pump is closing the finished response
+            writer.close()  # ... and the client leaves
+            await writer.wait_closed()
+            for _ in range(200):  # loop turns for the proxy to see it and stop its pump
+                if cancelled.is_set():
+                    break
+                await asyncio.sleep(0)
+            gate.set()
+            async with asyncio.timeout(5):
+                await peer_closed.wait()
+            assert not cancelled.is_set()
+            await eventually(lambda: proxy.log[0].state == "client left")
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+import anyio
 import httpx
 
 from ..transports.loop import run as run_loop
@@ -302,14 +303,23 @@ class RoundRobinProxy:
         ]
         await send({"type": "http.response.start", "status": response.status_code, "headers": out_headers})
 
-        async def pump() -> bool:
-            """True: the body ended cleanly; False: the backend broke off."""
-            try:
-                async for chunk in response.aiter_raw():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except httpx.HTTPError:
-                return False
-            return True
+        # The pump is stopped through an anyio cancel scope, not Task.cancel(): httpcore
+        # closes a response's connection under anyio's shield, which holds off anyio
+        # cancellation only. A Task.cancel() landing inside that close (the body just
+        # ended, or the backend broke off, as the client leaves) dropped the close: the
+        # connection stayed open, marked busy in the pool, until the proxy stopped.
+        stop_pump = anyio.CancelScope()
+
+        async def pump() -> bool | None:
+            """True: the body ended cleanly; False: the backend broke off; None: stopped."""
+            with stop_pump:
+                try:
+                    async for chunk in response.aiter_raw():
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                except httpx.HTTPError:
+                    return False
+                return True
+            return None
 
         async def client_gone() -> None:
             while (await receive())["type"] != "http.disconnect":
@@ -321,20 +331,21 @@ class RoundRobinProxy:
         try:
             await asyncio.wait({pumping, leaving, closing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (pumping, leaving, closing):
-                task.cancel()
+            stop_pump.cancel()
+            leaving.cancel()
+            closing.cancel()
             for task in (pumping, leaving, closing):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         if leaving.done() and not leaving.cancelled():
             return "client left"  # closing the upstream response (our caller) tells the backend
-        if pumping.done() and not pumping.cancelled() and not pumping.result():
+        ended = pumping.result() if pumping.done() and not pumping.cancelled() else None
+        if ended is False:
             # The backend died mid-body: cut the client off rather than end the body cleanly.
             _aborting.set(True)
             return "backend broke off"
-        stopping = not (pumping.done() and not pumping.cancelled())
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return "proxy stopping" if stopping else "done"
+        return "done" if ended else "proxy stopping"
 
 
 # -- helpers ----------------------------------------------------------------------------------
