@@ -14,7 +14,14 @@ import msgspec
 import pytest
 
 from mcpkit import Client, MCPServer
-from mcpkit.protocol.apps import APP_MIME_TYPE, APPS_EXTENSION, resource_meta, tool_ui, visible_to
+from mcpkit.protocol.apps import (
+    APP_MIME_TYPE,
+    APPS_CLIENT_CAPABILITY,
+    APPS_EXTENSION,
+    resource_meta,
+    tool_ui,
+    visible_to,
+)
 from mcpkit.protocol.tasks import TASKS_EXTENSION
 from mcpkit.proxy import ProxyServer
 from mcpkit.testing import serve_http
@@ -22,6 +29,8 @@ from mcpkit.testing import serve_http
 pytestmark = pytest.mark.timeout(60)
 
 ERAS = ["2025-11-25", "2026-07-28"]
+#: What a host that renders views declares (callers without it: test_proxy_apps_declared.py).
+APPS = {APPS_EXTENSION: APPS_CLIENT_CAPABILITY}
 
 BACKEND = textwrap.dedent(
     """
@@ -96,11 +105,11 @@ async def seen(client: Client) -> dict[str, Any]:
 @pytest.mark.parametrize("era", ERAS)
 async def test_a_backend_app_through_the_proxy(tmp_path: Path, era: str) -> None:
     command = backend_command(tmp_path)
-    async with Client(command, protocol=era) as direct:
+    async with Client(command, protocol=era, extensions=APPS) as direct:
         expected = await seen(direct)
     proxy = MCPServer.proxy(command)
     assert isinstance(proxy, ProxyServer)
-    async with Client(proxy, protocol=era) as client:
+    async with Client(proxy, protocol=era, extensions=APPS) as client:
         got = await seen(client)
         caps = client.server_capabilities
         assert caps is not None and isinstance(caps.extensions, dict)
@@ -184,7 +193,7 @@ async def test_apps_through_a_proxy_served_over_http(era: str) -> None:
     answer carries the backend's extension (the proxy connects its backend before answering)."""
     async with serve_http(backend_server()) as backend_url:
         proxy = MCPServer.proxy(backend_url)
-        async with serve_http(proxy) as url, Client(url, protocol=era) as client:
+        async with serve_http(proxy) as url, Client(url, protocol=era, extensions=APPS) as client:
             got = await seen(client)
     assert got["extension"] == {}
     assert got["tools"]["server_time"] == {"ui": {"resourceUri": "ui://clock/face.html"}}
@@ -196,8 +205,13 @@ async def test_apps_through_a_config_of_several_servers(tmp_path: Path) -> None:
     """Each mounted proxy's views are served under its name, and the parent declares the extension."""
     command, *args = backend_command(tmp_path)
     config = {"mcpServers": {name: {"command": command, "args": args} for name in ("one", "two")}}
-    async with Client(MCPServer.proxy(config)) as client:
+    async with Client(MCPServer.proxy(config), extensions=APPS) as client:
         got = await seen(client)
+    # The parent serves the views: a caller without apps is filtered there as by a proxy.
+    async with Client(MCPServer.proxy(config)) as client:
+        plain = await seen(client)
+    assert plain["views"] == {} and plain["extension"] == {}
+    assert "two_set_alarm" not in plain["tools"] and not plain["tools"]["two_server_time"]
     assert got["extension"] == {}
     assert got["tools"]["two_server_time"] == {"ui": {"resourceUri": "ui://two/clock/face.html"}}
     assert sorted(got["views"]) == ["ui://one/clock/face.html", "ui://two/clock/face.html"]

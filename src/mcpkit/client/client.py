@@ -108,6 +108,7 @@ class Client:
         auth: Any = None,
         channel_wrapper: Callable[[Channel], Channel] | None = None,
         tasks: bool = True,
+        extensions: Mapping[str, Any] | None = None,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_queued_notifications: int = DEFAULT_MAX_QUEUED_NOTIFICATIONS,
         max_list_pages: int = 1000,
@@ -126,6 +127,7 @@ class Client:
             max_input_rounds=max_input_rounds,
             channel_wrapper=channel_wrapper,
             tasks=tasks,
+            extensions=extensions,
             max_message_bytes=max_message_bytes,
             max_queued_notifications=max_queued_notifications,
             max_list_pages=max_list_pages,
@@ -218,6 +220,8 @@ class Client:
             on_notification=options.notification_handler,
             max_queued_notifications=options.max_queued_notifications,
         )
+        if options.extensions:
+            self.handlers.extensions.update(options.extensions)
         self.log_level = options.log_level
         #: Modern multi round-trip requests give up after this many input rounds.
         self.max_input_rounds = options.max_input_rounds
@@ -341,7 +345,7 @@ class Client:
         capabilities = self.handlers.capabilities()
         if self.options.tasks if declare_tasks is None else declare_tasks:
             # Per request: servers answer with a task only when this request declares it (SEP-2663).
-            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+            capabilities.setdefault("extensions", {})[TASKS_EXTENSION] = {}  # (a fresh dict each time)
         meta[CLIENT_CAPABILITIES] = capabilities
         meta[CLIENT_INFO] = msgspec.to_builtins(self.client_info)
         if self.log_level is not None:

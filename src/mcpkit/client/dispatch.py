@@ -112,6 +112,8 @@ class ClientHandlers:
         self.roots = roots
         self.on_log = on_log
         self.on_notification = on_notification
+        #: Client extensions declared (``capabilities.extensions``), as ``ClientOptions.extensions``.
+        self.extensions: dict[str, Any] = {}
         self._acks: dict[str, asyncio.Future[dict[str, Any]]] = {}
         #: Progress callbacks by token, for progress that outlives its request: a
         #: 2025-11-25 task keeps its call's ``progressToken`` for its whole life
@@ -147,6 +149,8 @@ class ClientHandlers:
             caps["elicitation"] = {"form": {}, "url": {}}
         if self.roots is not None:
             caps["roots"] = {"listChanged": True}
+        if self.extensions:
+            caps["extensions"] = dict(self.extensions)
         return caps
 
     # -- Dispatcher protocol --------------------------------------------------

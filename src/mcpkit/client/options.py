@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -69,6 +69,12 @@ class ClientOptions:
     #: request, so servers may answer tool calls with tasks (followed by ``call_tool``).
     #: False: they answer directly, and tools that need a task refuse with -32021.
     tasks: bool = True
+    #: Client extensions to declare (``capabilities.extensions``: identifier -> settings), in
+    #: ``initialize`` and in every modern request, for servers that serve more to clients
+    #: that declare them: for example MCP Apps,
+    #: ``{APPS_EXTENSION: APPS_CLIENT_CAPABILITY}`` (:mod:`mcpkit.protocol.apps`). The tasks
+    #: extension is :attr:`tasks`'s to declare.
+    extensions: Mapping[str, Any] | None = None
     #: The largest message accepted from the server, in bytes: a stdio line, an HTTP
     #: JSON body, one SSE event. A larger answer fails its request with
     #: ``MESSAGE_TOO_LARGE`` and is discarded as it streams in, never held whole.

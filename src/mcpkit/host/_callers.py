@@ -97,6 +97,9 @@ class CallerSessions:
                 idle_timeout=self.idle_timeout,
                 notified=_ignore,
             )
+            # As the host's shared connection, which lists what the gateway serves (it has no
+            # apps filter for callers that do not declare the extension: the proxy's has).
+            pool.extensions.clear()
             pool.start()
         self.pools[server] = pool
         return pool

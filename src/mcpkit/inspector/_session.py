@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from ..client.client import Client
 from ..protocol import types as t
+from ..protocol.apps import APPS_CLIENT_CAPABILITY, APPS_EXTENSION
 from ..protocol.errors import MCPError
 from ..session.channel import Channel
 from ..session.engine import SessionClosed
@@ -179,6 +180,9 @@ class InspectorSession(ServerCalls):
                 "notification_handler": self._notify,
                 "roots": list(spec.roots),
                 "log_level": spec.log_level,
+                # An MCP Apps host (it renders views): servers that serve views only to hosts
+                # that declare the extension (SEP-1865 "Client Capabilities") serve it theirs.
+                "extensions": {APPS_EXTENSION: APPS_CLIENT_CAPABILITY},
             }
             if spec.transport == "stdio":
                 argv = spec.argv

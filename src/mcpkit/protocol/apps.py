@@ -29,6 +29,7 @@ from msgspec import UNSET, UnsetType
 from .types.base import WireStruct
 
 __all__ = [
+    "APPS_CLIENT_CAPABILITY",
     "APPS_EXTENSION",
     "APPS_PROTOCOL_VERSION",
     "APP_MIME_TYPE",
@@ -43,6 +44,7 @@ __all__ = [
     "allow_attribute",
     "check_csp_source",
     "check_ui_uri",
+    "client_supports_apps",
     "content_security_policy",
     "is_ui_uri",
     "resource_meta",
@@ -60,6 +62,9 @@ APPS_PROTOCOL_VERSION = "2026-01-26"
 UI_SCHEME = "ui://"
 #: The deprecated flat key a tool once used for its view ("will be removed before GA").
 LEGACY_RESOURCE_URI_KEY = "ui/resourceUri"
+#: What a host declares in ``capabilities.extensions[APPS_EXTENSION]`` (SEP-1865 "Client
+#: Capabilities"): the view MIME types it renders, which must include :data:`APP_MIME_TYPE`.
+APPS_CLIENT_CAPABILITY: dict[str, Any] = {"mimeTypes": [APP_MIME_TYPE]}
 
 Visibility = Literal["model", "app"]
 #: Who may see and call a tool when ``_meta.ui.visibility`` is absent.
@@ -106,6 +111,21 @@ class UiToolMeta(WireStruct, kw_only=True):
 
     resource_uri: str | UnsetType = UNSET
     visibility: list[Visibility] | UnsetType = UNSET
+
+
+def client_supports_apps(capabilities: Mapping[str, Any] | None) -> bool:
+    """Whether a client's capabilities declare the apps extension with HTML views: its
+    ``extensions[APPS_EXTENSION].mimeTypes`` includes :data:`APP_MIME_TYPE` (SEP-1865 "Client
+    Capabilities": a host that renders views "MUST include" it; a declaration without it
+    renders none of this revision's views)."""
+    if not capabilities:
+        return False
+    extensions = capabilities.get("extensions")
+    declared = extensions.get(APPS_EXTENSION) if isinstance(extensions, Mapping) else None
+    if not isinstance(declared, Mapping):
+        return False
+    types = declared.get("mimeTypes")
+    return isinstance(types, list) and APP_MIME_TYPE in types
 
 
 def is_ui_uri(uri: object) -> bool:

@@ -25,6 +25,7 @@ import msgspec
 
 from ..client import Client
 from ..protocol import types as t
+from ..protocol.apps import APPS_CLIENT_CAPABILITY, APPS_EXTENSION
 from ..protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from ..server.context import InputRequest
 
@@ -222,6 +223,11 @@ class Session(Endpoint):
     def ready(self) -> Client | None:
         return self.client if self.connected else None
 
+    @property
+    def busy(self) -> bool:
+        """Whether a call is in flight on it or it is connecting: not to be closed as idle."""
+        return bool(self.inflight) or self._lock.locked()
+
     async def get(self) -> Client:
         """The connected client, (re)connecting when there is none or it dropped."""
         self.last_used = time.monotonic()
@@ -250,6 +256,9 @@ class Session(Endpoint):
                 raise
             self.client = client
             self.connects += 1
+            # Idle from now, not from when connecting began: a slow start (a process under
+            # load) longer than the pool's idle_timeout had the reaper close it at once.
+            self.last_used = time.monotonic()
             if self.on_connect is not None:
                 await self.on_connect(client)
             return client
@@ -257,6 +266,7 @@ class Session(Endpoint):
     def install(self, client: Client) -> None:
         super().install(client)
         client.handlers.on_notification = self.pool.notified if self.credentials is None else None
+        client.handlers.extensions.update(self.pool.extensions)
 
     async def close(self) -> None:
         client, self.client = self.client, None
@@ -286,6 +296,10 @@ class Pool:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.notified = notified
+        #: Client extensions every session declares to the backend: MCP Apps, as backends serve
+        #: views to clients that declare it (the proxy lists as such a client and filters for
+        #: its callers that do not: :class:`~mcpkit.proxy.extensions.AppsFilter`).
+        self.extensions: dict[str, Any] = {APPS_EXTENSION: dict(APPS_CLIENT_CAPABILITY)}
         self.default = Session(self, None)
         self.sessions: OrderedDict[tuple[tuple[str, str], ...], Session] = OrderedDict()
         self._reaper: asyncio.Task[None] | None = None
@@ -332,7 +346,7 @@ class Pool:
         """Close the least recently used idle sessions beyond ``max_sessions``."""
         while len(self.sessions) > self.max_sessions:
             for key, session in self.sessions.items():
-                if not session.inflight:
+                if not session.busy:
                     del self.sessions[key]
                     await session.close()
                     break
@@ -346,11 +360,16 @@ class Pool:
     async def _reap(self, idle: float) -> None:
         while True:
             await asyncio.sleep(max(idle / 4, 0.05))
-            now = time.monotonic()
-            for key, session in list(self.sessions.items()):
-                if not session.inflight and now - session.last_used >= idle:
-                    self.sessions.pop(key, None)
-                    await session.close()
+            await self.close_idle(idle)
+
+    async def close_idle(self, idle: float, now: float | None = None) -> None:
+        """Close the sessions unused for ``idle`` seconds (as of ``now``), but those busy: a
+        call in flight, or connecting (a start slower than ``idle``, under load, is not idle)."""
+        now = time.monotonic() if now is None else now
+        for key, session in list(self.sessions.items()):
+            if not session.busy and now - session.last_used >= idle:
+                self.sessions.pop(key, None)
+                await session.close()
 
     async def close(self) -> None:
         if self._reaper is not None:

@@ -17,11 +17,17 @@ the backend's resources, published like any other; the proxy declares the extens
 with the backend's settings and answers ``skills/list``, ``skills/get`` and
 ``resources/directory/read`` with the backend's answers (:class:`ProxySkills`).
 
-**Apps** (``io.modelcontextprotocol/ui``, SEP-1865): nothing but a declaration. The views
-are the backend's ``ui://`` resources (``text/html;profile=mcp-app``, their ``_meta.ui``
-with the CSP and permissions) and the tools' ``_meta.ui`` names them, all published and
-read verbatim like any other resource and tool; the proxy declares the extension with the
-backend's settings, and only while the backend does (:func:`forward_apps`).
+**Apps** (``io.modelcontextprotocol/ui``, SEP-1865): the views are the backend's ``ui://``
+resources (``text/html;profile=mcp-app``, their ``_meta.ui`` with the CSP and permissions)
+and the tools' ``_meta.ui`` names them, all published and read verbatim like any other
+resource and tool; the proxy declares the extension with the backend's settings, and only
+while the backend does (:func:`forward_apps`). A backend may serve views only to clients
+that declare the extension themselves, so the proxy's backend sessions declare it (its
+pool's ``extensions``), and the proxy lists the backend once, as an apps host. Its callers
+that do not declare it are then shown what such a backend shows a host without apps
+(:class:`AppsFilter`): one list for every caller, filtered, rather than a second backend
+session per capability set (legacy backends learn capabilities once per session; the lists
+would have to be kept twice).
 """
 
 from __future__ import annotations
@@ -34,7 +40,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..client import Client
-from ..protocol.apps import APPS_EXTENSION
+from ..protocol import types as t
+from ..protocol.apps import (
+    APPS_EXTENSION,
+    LEGACY_RESOURCE_URI_KEY,
+    UI_SCHEME,
+    client_supports_apps,
+    visible_to,
+)
 from ..protocol.errors import INTERNAL_ERROR, MCPError
 from ..protocol.skills import (
     SKILLS_EXTENSION,
@@ -46,6 +59,7 @@ from ..protocol.skills import (
 from ..protocol.tasks import CreateTaskResult, DetailedTask, task_not_found
 from ..scale.errors import RedisUnavailable
 from ..server.context import Context
+from ..server.middleware import CallNext, ComponentKind, Middleware
 from ..server.skills import SkillSet, SkillSettings
 from ..server.task_methods import task_caller
 from ..server.tasks import TaskManager, TaskSettings, redis_location
@@ -60,7 +74,15 @@ if TYPE_CHECKING:
     from ..server.tools import RegisteredTool
     from .backend import Endpoint
 
-__all__ = ["FORWARDED_EXTENSIONS", "ProxySkills", "ProxyTasks", "backend_request", "forward_apps"]
+__all__ = [
+    "FORWARDED_EXTENSIONS",
+    "AppsFilter",
+    "ProxySkills",
+    "ProxyTasks",
+    "backend_request",
+    "filter_apps",
+    "forward_apps",
+]
 
 #: The backend's extensions a proxy declares as its own (tasks it declares anyway).
 FORWARDED_EXTENSIONS = (SKILLS_EXTENSION, APPS_EXTENSION)
@@ -91,8 +113,10 @@ def forward_apps(server: MCPServer, settings: object, held: bool) -> bool:
     backend does not declare it). ``held``: whether the declaration there is one made here
     before (a reconnected backend may have changed its mind); one the server was given
     itself (``declare_extension``) is left as it is. Whether the declaration is now the
-    backend's."""
+    backend's. A backend that declares it has ``server`` filter for callers that do not
+    (:func:`filter_apps`)."""
     if isinstance(settings, dict):
+        filter_apps(server)
         if held or APPS_EXTENSION not in server.extensions:
             server.declare_extension(APPS_EXTENSION, settings)
             return True
@@ -100,6 +124,59 @@ def forward_apps(server: MCPServer, settings: object, held: bool) -> bool:
     if held:
         server._extensions.pop(APPS_EXTENSION, None)
     return False
+
+
+class AppsFilter(Middleware):
+    """What a caller that does not declare MCP Apps (``client_supports_apps``) is not shown:
+    the apps-only content a proxy's backend served it as an apps host.
+
+    For such a caller: ``ui://`` resources and templates are hidden (not listed, not read),
+    tools whose ``_meta.ui.visibility`` leaves out ``"model"`` are hidden (not listed, not
+    called: a host without apps has no view to call them from, SEP-1865 "Visibility"), and
+    the other tools are listed without ``_meta.ui`` and the deprecated
+    ``_meta["ui/resourceUri"]`` (they name views it cannot read). Everything else, and
+    everything for a caller that declares the extension, is as the backend listed it.
+
+    A filter rather than the backend's own answer for that caller: a backend that varies
+    more than this with the client's declaration (a tool's text, results) is seen, through
+    the proxy, as an apps host sees it.
+    """
+
+    #: (hides is synchronous; on_list_tools awaits nothing before the chain)
+    runs_inline = True
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+
+    def hides(self, ctx: Context, kind: ComponentKind, name: str) -> bool:
+        if kind == "prompt" or client_supports_apps(ctx.client_capabilities):
+            return False
+        if kind == "tool":
+            tool = self.server._tools.tools.get(name)
+            return tool is not None and not visible_to(tool.definition.meta, "model")
+        return name.startswith(UI_SCHEME)
+
+    async def on_list_tools(self, ctx: Context, call_next: CallNext) -> Any:
+        result = await call_next(ctx)
+        if isinstance(result, t.ListToolsResult) and not client_supports_apps(ctx.client_capabilities):
+            result.tools = [_without_views(tool) for tool in result.tools]
+        return result
+
+
+def _without_views(tool: t.Tool) -> t.Tool:
+    meta = tool.meta
+    if not isinstance(meta, dict) or ("ui" not in meta and LEGACY_RESOURCE_URI_KEY not in meta):
+        return tool
+    kept = {k: v for k, v in meta.items() if k != "ui" and k != LEGACY_RESOURCE_URI_KEY}
+    # A copy: the definition listed to apps hosts is the registry's own.
+    return msgspec.structs.replace(tool, meta=kept or msgspec.UNSET)
+
+
+def filter_apps(server: MCPServer) -> None:
+    """Give ``server`` an :class:`AppsFilter` unless it has one (kept from then on: the views
+    it may still list after its backend stops declaring the extension stay filtered)."""
+    if not any(isinstance(m, AppsFilter) for m in server.middleware):
+        server.add_middleware(AppsFilter(server))
 
 
 class ProxyTasks(TaskManager):

@@ -3,7 +3,7 @@
 ``proxy({"mcpServers": {...}})`` with several servers mounts one :class:`ProxyServer` per
 server under its name. Mounting puts the children's tools, prompts, resources and
 templates in the parent, routes their tasks (the parent's :class:`ProxyTasks`) and carries
-a child's ``notifications/resources/updated`` up under the namespaced URI. Two things a
+a child's ``notifications/resources/updated`` up under the namespaced URI. Three things a
 proxy does are not covered by mounting, and this module adds them:
 
 - **Subscriptions.** A client's ``resources/subscribe`` (legacy) or
@@ -11,6 +11,9 @@ proxy does are not covered by mounting, and this module adds them:
   mounted proxy, is that proxy's subscription of the URI as its backend knows it: counted
   with the proxy's own, renewed by it after its backend reconnects, and its updates reach
   the parent's subscribers under the namespaced URI.
+- **Apps** (SEP-1865). The views are the mounted ``ui://`` resources; once a mounted proxy's
+  backend declares the extension the parent filters them, as a proxy does, for its callers
+  that do not declare it (:class:`~mcpkit.proxy.extensions.AppsFilter`).
 - **Skills** (SEP-2640). A mounted proxy serves its backend's skills only once its backend
   has declared them, after the mount; the parent then declares the extension and answers
   ``skills/list``, ``skills/get`` and ``resources/directory/read`` with every such
@@ -28,6 +31,7 @@ from msgspec import UNSET
 
 from ..client import Client
 from ..protocol import types as t
+from ..protocol.apps import APPS_EXTENSION
 from ..protocol.errors import INVALID_PARAMS, MCPError
 from ..protocol.skills import (
     DIRECTORY_MIME,
@@ -42,7 +46,7 @@ from ..protocol.skills import (
 )
 from ..server.paging import page as paged
 from ..server.skills import SkillSet, SkillSettings
-from .extensions import ProxySkills
+from .extensions import ProxySkills, filter_apps
 from .server import ProxyServer
 from .subscriptions import SubscriptionHooks, Subscriptions
 
@@ -60,10 +64,17 @@ def serve_mounted(parent: MCPServer) -> None:
     mounts = [m for m in parent._mounts if isinstance(m.child, ProxyServer)]
     parent.add_middleware(SubscriptionHooks(MountedSubscriptions(mounts)))
     skills = MountedSkills(parent, mounts)
+
+    def apps_changed() -> None:
+        # The parent serves the views: it filters for its callers as a proxy does for its own.
+        if any(APPS_EXTENSION in m.child.extensions for m in mounts):
+            filter_apps(parent)
+
     for mount in mounts:
         assert isinstance(mount.child, ProxyServer)
         default = mount.child.pool.default
         default.on_connect = _then(default.on_connect, skills.backends_changed)
+        default.on_connect = _then(default.on_connect, apps_changed)
 
 
 def _then(
