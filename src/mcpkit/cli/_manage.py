@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..transports.loop import run as run_loop
 from ._connect import ProcessWatch, StderrTail, connect_error, make_client, request_error
+from ._gateway_auth import gateway_auth
 from ._hostfiles import HOSTS, ConfigDocument, HostKind, known_config_files
 from ._output import (
     EXIT_CONNECT,
@@ -532,6 +533,7 @@ def cmd_gateway(args: argparse.Namespace, console: Console) -> int:
     config = Path(args.config or DEFAULT_CONFIG)
     if not config.is_file():
         raise CLIError(f"config file not found: {config}", EXIT_USAGE)
+    auth, checks = gateway_auth(args)
     policy: Policy | None = None
     if args.allow or args.deny or args.ask or args.settings or args.default:
         try:
@@ -568,12 +570,14 @@ def cmd_gateway(args: argparse.Namespace, console: Console) -> int:
     server = build_gateway(host, name=args.name)
     where = "stdio" if args.transport == "stdio" else f"http://{args.host}:{args.port}/mcp"
     rules = "no permission rules" if policy is None else f"default {policy.default}"
+    if auth is not None:
+        rules += f"; OAuth protected: {checks}"
     console.info(f"mcpkit gateway: {config} on {where} ({rules})")
     try:
         if args.transport == "stdio":
             server.run("stdio")
         else:
-            server.run("http", host=args.host, port=args.port)
+            server.run("http", host=args.host, port=args.port, auth=auth, resource_url=args.resource_url)
     except ImportError as exc:
         raise CLIError(
             f"HTTP needs the http extra ({exc})", EXIT_ERROR, hint="pip install 'mcpkit[http]'"

@@ -17,6 +17,7 @@ from ._commands import (
     _Parser,
     _server_names,
 )
+from ._gateway_auth import add_auth_options
 
 HOSTS = ["claude-desktop", "claude-code", "cursor", "vscode"]
 
@@ -111,7 +112,8 @@ def _add_gateway(commands: Commands) -> None:
         description="Tools appear as mcp__SERVER__TOOL. Rules use Claude Code's syntax (mcp__server, "
         "mcp__server__*, mcp__server__tool); deny wins over ask, ask over allow. Without --default, "
         "tools no rule mentions are allowed, unless --allow or --ask rules are given (then: ask, "
-        "put to the client as an elicitation).",
+        "put to the client as an elicitation). Over HTTP, --auth-* options make it an OAuth "
+        "protected resource (see below).",
     )
     gateway.add_argument("config", nargs="?", metavar="CONFIG", help="host config file (default ./.mcp.json)")
     gateway.add_argument("--transport", choices=["stdio", "http"], default="stdio")
@@ -139,6 +141,7 @@ def _add_gateway(commands: Commands) -> None:
     gateway.add_argument(
         "--timeout", type=float, default=30.0, metavar="SECONDS", help="backend connect timeout"
     )
+    add_auth_options(gateway)
     gateway.set_defaults(func=_no_command)
 
 
