@@ -40,9 +40,9 @@ def _skills(conn: ServerDispatcher, request: ServerRequest) -> SkillSet:
 def _shown(conn: ServerDispatcher, request: ServerRequest) -> Callable[[str], bool]:
     """Whether a URI is visible to this caller: a skill whose ``SKILL.md`` middleware hides
     (``Middleware.hides(ctx, "resource", uri)``) is neither listed nor got, as its read is refused."""
-    from .dispatcher import _visible  # (the dispatcher imports this module)
+    from .handlers import visible  # (the handlers module imports this one)
 
-    return _visible(conn, request, "resource")
+    return visible(conn, request, "resource")
 
 
 async def _list(conn: ServerDispatcher, request: ServerRequest) -> Any:
