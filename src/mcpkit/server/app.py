@@ -5,10 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib.resources.abc import Traversable
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -17,13 +15,12 @@ from msgspec import UNSET
 from ..protocol import types as t
 from ..protocol.apps import APP_MIME_TYPE
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
-from ..protocol.tasks import TASKS_EXTENSION
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT
 from . import apps as _apps
 from ._running import Lifespan, Running
-from .context import Context
+from ._surface import Completer, Surface
 from .limiting import Limiter, Rate
 from .middleware import (
     CallNext,
@@ -39,7 +36,7 @@ from .mount import Mount
 from .mrtr import RequestStateCodec
 from .prompts import PromptOptions, PromptRegistry
 from .resources import ResourceOptions, ResourceRegistry
-from .skills import SkillSet, SkillSettings
+from .skills import SkillSet
 from .tasks import TaskManager, TaskSettings
 from .tasks_legacy import LegacyTasks
 from .tools import ToolOptions, ToolRegistry
@@ -51,12 +48,11 @@ __all__ = ["MCPServer"]
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}\Z")
 
 F = TypeVar("F", bound=Callable[..., Any])
-Completer = Callable[..., Awaitable[Any] | Any]
 
 logger = logging.getLogger("mcpkit.server")
 
 
-class MCPServer(Running):
+class MCPServer(Running, Surface):
     """An MCP server built from decorated functions.
 
     ::
@@ -583,78 +579,3 @@ class MCPServer(Running):
         from ..proxy import proxy
 
         return proxy(target, **options)
-
-    # -- protocol surface ----------------------------------------------------
-
-    def add_skills(
-        self,
-        *sources: str | os.PathLike[str] | Traversable,
-        prefix: str | None = None,
-        settings: SkillSettings | None = None,
-    ) -> SkillSet:
-        """Serve Agent Skills (the ``io.modelcontextprotocol/skills`` extension, SEP-2640).
-
-        Each source is a directory of skills (every directory below it with a ``SKILL.md``),
-        one skill's directory, or a package's resources
-        (``importlib.resources.files("pkg") / "skills"``). ``prefix`` publishes them under
-        ``skill://<prefix>/...``; ``settings`` (limits, ``directoryRead``, refresh) apply
-        from the first call on. A skill that breaks the rules raises
-        :class:`~mcpkit.protocol.skills.SkillError` naming it. See :mod:`mcpkit.server.skills`."""
-        if self.skills is None:
-            self.skills = SkillSet(self, settings)
-        elif settings is not None and settings != self.skills.settings:
-            raise ValueError("skill settings are given once, with the first add_skills()")
-        for source in sources:
-            self.skills.add(source, prefix=prefix)
-        return self.skills
-
-    def declare_extension(self, name: str, settings: Mapping[str, Any] | None = None) -> None:
-        """Declare the extension ``name`` (for example ``io.modelcontextprotocol/ui``) with its
-        ``settings`` in the capabilities, in ``server/discover`` and in ``initialize``
-        results alike (SEP-2663 "Capability Negotiation"; 2025-11-25 servers carry the same
-        ``extensions`` map). Declaring it again replaces its settings."""
-        if not isinstance(name, str) or "/" not in name:
-            raise ValueError(f"an extension is named 'vendor-prefix/name', not {name!r}")
-        self._extensions[name] = dict(settings or {})
-
-    @property
-    def extensions(self) -> Mapping[str, Mapping[str, Any]]:
-        """The extensions declared with :meth:`declare_extension` (tasks aside)."""
-        return self._extensions
-
-    def capabilities(self, *, modern: bool, legacy_tasks: bool = False) -> t.ServerCapabilities:
-        """The capabilities the server declares, in the ``initialize`` result (``modern=False``)
-        and the ``server/discover`` result (``modern=True``); the same in both eras, but for
-        tasks: the extension in ``server/discover``, ``tasks`` in an ``initialize`` result
-        that negotiated 2025-11-25 (``legacy_tasks``: its experimental tasks)."""
-        # Modern: change notifications and resource updates through subscriptions/listen.
-        return t.ServerCapabilities(
-            tools={"listChanged": True},
-            resources={"listChanged": True, "subscribe": True},
-            prompts={"listChanged": True},
-            logging={},
-            completions={},
-            # 2026-07-28 extensions, declared in server/discover (SEP-2663 "Capability Negotiation").
-            extensions=(
-                {TASKS_EXTENSION: {}, **self._extensions} if modern else dict(self._extensions) or UNSET
-            ),
-            tasks=self.legacy_tasks.capability() if legacy_tasks and not modern else UNSET,
-        )
-
-    async def _complete(self, params: t.CompleteParams, ctx: Context) -> t.CompleteResult:
-        for mount in self._mounts:  # a mounted server's prompt or template: its own completer
-            inner = mount.completion_ref(params.ref)
-            if inner is not None:
-                return await mount.child._complete(msgspec.structs.replace(params, ref=inner), ctx)
-        values: Any = []
-        if self._completer is not None:
-            context = params.context.arguments if params.context is not UNSET else UNSET
-            values = self._completer(params.ref, params.argument, context if context is not UNSET else {})
-            if hasattr(values, "__await__"):
-                values = await values
-        if isinstance(values, t.Completion):
-            completion = values
-        else:
-            items = list(values or [])
-            completion = t.Completion(values=items[:100], total=len(items), has_more=len(items) > 100)
-        return t.CompleteResult(completion=completion)
