@@ -27,7 +27,7 @@ from mcpkit.protocol import types as t
 pytestmark = pytest.mark.timeout(240)
 
 TASKS = 1000
-#: Bytes of Python allocations one waiting task may cost the server. Measured at 8.5-17.8 KiB
+#: Bytes of Python allocations one waiting task may cost the server. Measured at 11.1-12.3 KiB
 #: (docs/tasks.md); the budget leaves room, not a blank cheque.
 BUDGET = 24 * 1024
 

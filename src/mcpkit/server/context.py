@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
@@ -118,7 +118,8 @@ class Context:
             return f"session:{session}"
         key: int | str | None = request.peer
         if key is None:
-            key = id(self._conn)
+            conn: Any = self._conn
+            key = conn.key if conn.__class__ is _Answered else id(conn)
         client = _CLIENT_IDS.get(key)
         if client is None:
             client = _client_id(key)
@@ -145,6 +146,17 @@ class Context:
         return self._owner or self._conn.server
 
     # -- tasks ---------------------------------------------------------------
+
+    def _answered(self) -> None:
+        """The request was answered with this Context's task (tasks extension): from now on
+        the handler runs as the task, and nothing of it goes to the request's connection
+        (no notifications, no requests: the client polls ``tasks/get``). Only the server is
+        kept of it, so that a one-request connection (a modern HTTP request's dispatcher,
+        engine and response stream) is freed while the task runs (issue 18)."""
+        conn: Any = self._conn
+        if conn.__class__ is not _Answered:
+            self._conn = cast("ServerDispatcher", _Answered(conn))
+            self._trip = None  # (the task's input requests go through tasks/update)
 
     @property
     def task_id(self) -> str | None:
@@ -346,6 +358,21 @@ class Context:
                 f"The client did not declare the {capability!r} capability",
                 {"requiredCapabilities": {capability: {}}},
             )
+
+
+class _Answered:
+    """What a :class:`Context` keeps of its connection once its request has been answered
+    with a task (see :meth:`Context._answered`); it stands in for the dispatcher."""
+
+    __slots__ = ("key", "server")
+
+    #: (no SSE response of the request is open any more: ``close_sse_stream`` does nothing)
+    stream_closer = None
+
+    def __init__(self, conn: ServerDispatcher) -> None:
+        self.server = conn.server
+        #: What :attr:`Context.client_id` was made from (the same before and after).
+        self.key = id(conn)
 
 
 class InputRequest:

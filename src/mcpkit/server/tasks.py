@@ -99,7 +99,8 @@ class TaskRun:
         self.owner = owner
         #: Set once the call has become a task.
         self.task_id: str | None = None
-        self._promote = asyncio.Event()
+        #: Set by :meth:`start` (made on first use: with ``task_after=0`` nothing waits on it).
+        self._promote: asyncio.Event | None = None
         self._promoted: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._keys: set[str] = set()
 
@@ -107,8 +108,14 @@ class TaskRun:
         """Become a task now (no-op if it already is)."""
         if self.task_id is not None:
             return
-        self._promote.set()
+        self._promotion().set()
         await asyncio.shield(self._promoted)
+
+    def _promotion(self) -> asyncio.Event:
+        promote = self._promote
+        if promote is None:
+            promote = self._promote = asyncio.Event()
+        return promote
 
     def key(self, wanted: str) -> str:
         """An input request key not used before in this task (SEP-2663: keys are never reused)."""
@@ -210,7 +217,8 @@ class TaskManager:
         from .context import Context
 
         run = TaskRun(self, request, request.principal.key if request.principal is not None else None)
-        call = tool.call(request.arguments, Context(conn, request, trip, run))
+        ctx = Context(conn, request, trip, run)
+        call = tool.call(request.arguments, ctx)
         if after is not None and after <= 0:
             try:
                 record = await self._create(run)
@@ -218,9 +226,10 @@ class TaskManager:
                 call.close()
                 raise
             self._adopt(run, asyncio.ensure_future(call))
+            ctx._answered()
             return record.created()
         handler = asyncio.ensure_future(call)
-        promote = asyncio.ensure_future(run._promote.wait())
+        promote = asyncio.ensure_future(run._promotion().wait())
         try:
             await asyncio.wait((handler, promote), timeout=after, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -236,6 +245,7 @@ class TaskManager:
             handler.cancel()
             raise
         self._adopt(run, handler)
+        ctx._answered()
         return record.created()
 
     async def _create(self, run: TaskRun) -> TaskRecord:

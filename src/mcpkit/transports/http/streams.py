@@ -63,13 +63,14 @@ class ResponseStream:
     """Messages waiting for one HTTP response."""
 
     __slots__ = (
+        "_keep",
+        "_queue",
         "closed",
         "finished",
         "history",
         "limit",
         "mirror",
         "overflowed",
-        "queue",
         "request_id",
         "seq",
         "stream_id",
@@ -80,8 +81,13 @@ class ResponseStream:
         self.stream_id = stream_id
         self.request_id = request_id
         self.limit = limit
-        self.queue: deque[StreamItem] = deque()
-        self.history: deque[StreamItem] | None = deque(maxlen=history) if history else None
+        # Both deques are made on first use (an empty deque is 760 bytes): an idle legacy
+        # session's standalone stream, closed until a GET comes, never needs its queue,
+        # and has a history only once something was sent to it (issue 18).
+        self._queue: deque[StreamItem] | None = None
+        self._keep = history
+        #: What a resumed stream replays (None: not resumable here; empty until the first message).
+        self.history: deque[StreamItem] | tuple[()] | None = () if history else None
         self.waiter: asyncio.Future[None] | None = None
         self.seq = 0
         #: The final message (the response) has been pushed; nothing follows it.
@@ -102,26 +108,46 @@ class ResponseStream:
         item = StreamItem(self.seq, data, final, error)
         if self.mirror is not None:
             self.mirror(item)
-        elif self.history is not None:
-            self.history.append(item)
+        else:
+            history = self.history
+            if history is not None:
+                if not isinstance(history, deque):
+                    history = self.history = deque(maxlen=self._keep)
+                history.append(item)
         if self.closed:
             return
-        if len(self.queue) >= self.limit:
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = deque()
+        if len(queue) >= self.limit:
             # A reader this far behind is cut off; resumable streams keep history.
             self.overflowed = True
-            self.queue.clear()
+            queue.clear()
             self.close()
             return
-        self.queue.append(item)
+        queue.append(item)
         self._wake()
+
+    @property
+    def queue(self) -> deque[StreamItem]:
+        """The messages waiting for the live response, oldest first."""
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = deque()
+        return queue
+
+    @queue.setter
+    def queue(self, queue: deque[StreamItem]) -> None:
+        self._queue = queue
 
     def ready(self) -> StreamItem | None:
         """The next message if one is waiting (no await)."""
-        return self.queue.popleft() if self.queue else None
+        queue = self._queue
+        return queue.popleft() if queue else None
 
     async def get(self, timeout: float | None = None) -> StreamItem | None:
         """The next message; None when the stream was closed (or on timeout)."""
-        while not self.queue:
+        while not self._queue:
             if self.closed:
                 return None
             loop = asyncio.get_running_loop()
@@ -135,9 +161,9 @@ class ResponseStream:
                 self.waiter = None
                 if timer is not None:
                     timer.cancel()
-            if waiter.result() is _EXPIRED and not self.queue:
+            if waiter.result() is _EXPIRED and not self._queue:
                 return None
-        return self.queue.popleft()
+        return self._queue.popleft()
 
     def close(self) -> None:
         """End the live response (the handler, if any, goes on for resumable streams)."""
@@ -158,7 +184,7 @@ class ResponseStream:
         """Resume after ``after_seq``: queue what was missed. False when not resumable."""
         if self.history is None:
             return False
-        self.queue = deque(item for item in self.history if item.seq > after_seq)
+        self._queue = deque(item for item in self.history if item.seq > after_seq)
         self.closed = False
         self.overflowed = False
         return True
