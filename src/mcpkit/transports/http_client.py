@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin
 
+import anyio
 import httpx
 import msgspec
 
@@ -78,7 +79,8 @@ class StreamableHTTPChannel(ChannelBase):
         self.default_retry_ms = default_retry_ms
         self._get_task: asyncio.Task[None] | None = None
         #: The POST of each outbound request still open, by request id.
-        self._requests: dict[int | str, asyncio.Task[Any]] = {}
+        #: (the task, and the anyio scope that stops it: see :meth:`write`)
+        self._requests: dict[int | str, tuple[asyncio.Task[Any], anyio.CancelScope]] = {}
 
     def write(self, data: bytes, related: int | str | None = None) -> None:
         if self.closed:
@@ -87,17 +89,27 @@ class StreamableHTTPChannel(ChannelBase):
         if cancelled is not None:
             # The session gave up on that request (its deadline passed, or the caller
             # cancelled): stop reading its stream, whatever the server still sends.
+            # Stopped through its anyio scope, not Task.cancel(): httpx closes the response
+            # (and its connection) under anyio's shield, which holds off anyio cancellation
+            # only; a Task.cancel() landing inside that close (the answer just ended) dropped
+            # it, leaving the connection open and busy in the pool until the client closed.
             posting = self._requests.pop(cancelled, None)
             if posting is not None:
-                posting.cancel()
-        task = self._spawn(self._post(data))
+                posting[1].cancel()
+        scope = anyio.CancelScope()
+        task = self._spawn(self._post_in(scope, data))
         rid = _outbound_request_id(data)
         if rid is not None:
-            self._requests[rid] = task
+            self._requests[rid] = (task, scope)
             task.add_done_callback(lambda done: self._forget(rid, done))
 
+    async def _post_in(self, scope: anyio.CancelScope, data: bytes) -> None:
+        with scope:
+            await self._post(data)
+
     def _forget(self, rid: int | str, task: asyncio.Task[Any]) -> None:
-        if self._requests.get(rid) is task:
+        posting = self._requests.get(rid)
+        if posting is not None and posting[0] is task:
             del self._requests[rid]
 
     def respond(self, request_id: int | str | None, data: bytes, error: MCPError | None = None) -> None:
