@@ -17,6 +17,7 @@ from mcpkit.middleware import Middleware
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import INTERNAL_ERROR
 from mcpkit.proxy import ProxyServer
+from mcpkit.proxy.relay import ToolRelay
 from mcpkit.server.context import Context
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,16 +39,25 @@ def backend() -> MCPServer:
 
 
 def spied(proxy: ProxyServer) -> list[type[Any]]:
-    """The type of every result the proxy's forwarder gives its tool handlers."""
+    """The type of every result the proxy's forwarder gives its tool handlers (msgspec.Raw
+    for a call relayed without a task: mcpkit.proxy.relay passes the backend's bytes on)."""
     kinds: list[type[Any]] = []
     forward = proxy.forwarder.call_tool
+    direct = proxy._direct
 
     async def call_tool(*args: Any, **kwargs: Any) -> Any:
         result = await forward(*args, **kwargs)
         kinds.append(type(result))
         return result
 
+    def relayed(tool: Any, conn: Any, request: Any) -> Any:
+        started = direct(tool, conn, request)
+        if isinstance(started, ToolRelay):
+            started.add_done_callback(lambda relay: kinds.append(msgspec.Raw))
+        return started
+
     proxy.forwarder.call_tool = call_tool  # type: ignore[method-assign]
+    proxy._direct = relayed  # type: ignore[method-assign]
     return kinds
 
 

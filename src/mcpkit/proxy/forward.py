@@ -136,16 +136,28 @@ class Forwarder:
                 op=functools.partial(_plain_call, params=params, raw=raw),
             )
         except MCPError as exc:
-            if exc.code != MISSING_CLIENT_CAPABILITY or "tasks" not in exc.message:
+            if not self.calls_as_task(ctx, exc):
                 raise
-            if self.on_task is not None and ctx.is_modern:
-                raise  # tasks pass through: the caller did not declare them, as the backend says
-            # A modern tool that needs a task: called again as one, and followed.
-            result = await self.forward(
-                ctx,
-                pick,
-                lambda client, progress: client.call_tool(name, arguments, progress=progress, task=True),
-            )
+            result = await self.call_as_task(ctx, pick, name, arguments)
+        return result
+
+    def calls_as_task(self, ctx: Context, error: MCPError) -> bool:
+        """Whether the backend's ``error`` to a plain call of a tool means the call is made
+        again as a task (:meth:`call_as_task`): the tool needs one, and the caller is not
+        one to be told so (a modern caller is, when tasks pass through)."""
+        if error.code != MISSING_CLIENT_CAPABILITY or "tasks" not in error.message:
+            return False
+        return self.on_task is None or not ctx.is_modern
+
+    async def call_as_task(
+        self, ctx: Context, pick: Pick, name: str, arguments: dict[str, Any]
+    ) -> t.CallToolResult:
+        """A modern tool that needs a task: called as one, and followed to its end."""
+        result: t.CallToolResult = await self.forward(
+            ctx,
+            pick,
+            lambda client, progress: client.call_tool(name, arguments, progress=progress, task=True),
+        )
         return result
 
     async def get_prompt(

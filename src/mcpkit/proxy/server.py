@@ -38,6 +38,7 @@ from .backend import Credentials, Pool, Session
 from .extensions import ProxySkills, ProxyTasks, forward_apps
 from .forward import Forwarder
 from .publish import publish_prompts, publish_resources, publish_tools
+from .relay import relay_call
 from .subscriptions import SubscriptionHooks, Subscriptions
 from .targets import BackendTarget
 
@@ -230,7 +231,8 @@ class ProxyServer(MCPServer):
         middleware only (its hook has nothing to do once the backend is listed), the tool as
         this server serves it (not mounted in another), a caller revision that needs no
         downgrade: the result is then passed on as the backend's bytes. What the ordinary way
-        does for such a call is done here; else None."""
+        does for such a call is done here; else None. A legacy backend's call connected now
+        is relayed without a task (:mod:`mcpkit.proxy.relay`)."""
         if (
             conn.server is not self
             or not self._own_middleware
@@ -247,13 +249,17 @@ class ProxyServer(MCPServer):
             return None
         request.scope = scope
         arguments = request.params.arguments
-        ctx = Context(conn, request)
         if tool.__class__ is not RegisteredTool or tool.guard is not None:
             # (a transform completes the arguments, a guard limits the call: the tool's own call)
+            ctx = Context(conn, request)
             call: Awaitable[t.CallToolResult] = tool.call(arguments if arguments is not UNSET else None, ctx)
             return call
+        given = dict(arguments or {})
+        relay = relay_call(self, conn, request, tool.definition, given)
+        if relay is not None:
+            return relay  # (no task: see mcpkit.proxy.relay)
         forwarded: Awaitable[t.CallToolResult | msgspec.Raw] = self._forward_call(
-            tool.definition, dict(arguments or {}), ctx
+            tool.definition, given, Context(conn, request)
         )
         return forwarded
 

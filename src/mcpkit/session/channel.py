@@ -207,7 +207,10 @@ class PushMemoryChannel(MemoryChannel):
         peer = self.peer
         if peer is not None and peer._receiver is not None:
             peer._backlog.append(item)
-            peer._schedule()
+            # (peer._schedule(), inline: every in-process message comes this way)
+            if not peer._held and not peer._scheduled and peer._loop is not None:
+                peer._scheduled = True
+                peer._loop.call_soon(peer._deliver)
         else:
             self._outbox.put_nowait(item)
 

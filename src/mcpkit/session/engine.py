@@ -41,6 +41,7 @@ from ..protocol.jsonrpc import ErrorResponse, Notification, Request, Response
 from .channel import Channel, PushChannel, RequestId, pushes
 from .deadlines import Deadlines
 from .eager import Started, start
+from .relay import Relay
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -69,7 +70,8 @@ class _Default:
 class Later:
     """What :meth:`Dispatcher.answer_now` returns for a request it has begun but
     cannot finish without waiting: ``result`` is the awaitable of the rest (the
-    result, or the :class:`MCPError`), which the engine runs as the request's task."""
+    result, or the :class:`MCPError`), which the engine runs as the request's task
+    (a :class:`~mcpkit.session.relay.Relay` answers by itself, without one)."""
 
     __slots__ = ("result",)
 
@@ -174,7 +176,7 @@ class Engine(Generic[Req]):
         self._progress: dict[RequestId, ProgressCallback] = {}
         #: Requests failed by :meth:`fail_oversized` whose over-long answer has not ended yet.
         self._failed_early: set[RequestId] = set()
-        self._in_flight: dict[RequestId, asyncio.Task[None]] = {}
+        self._in_flight: dict[RequestId, asyncio.Future[None]] = {}  # tasks, and relays
         #: The deadlines of our outbound requests with a timeout (one timer for them all).
         self._deadlines = Deadlines(self._pending)
         #: Made only while max_in_flight requests run (None: there is room); an idle
@@ -343,8 +345,15 @@ class Engine(Generic[Req]):
             if result.__class__ is not Later:
                 self.channel.respond(rid, jsonrpc.encode_result(rid, result))
                 return
+            rest = result.result
+            if isinstance(rest, Relay):
+                self._in_flight[rid] = rest  # no task: it answers when the answer comes (session/relay.py)
+                if len(self._in_flight) >= self.max_in_flight and self._room is None:
+                    self._room = asyncio.Event()
+                rest.start()
+                return
             task = asyncio.get_running_loop().create_task(
-                self._run_request(request, self._answer(request, result.result))
+                self._run_request(request, self._answer(request, rest))
             )
         elif self.handler_timeout is None and self._eager(request):
             done, outcome = start(self._answer(request))
@@ -404,7 +413,7 @@ class Engine(Generic[Req]):
         finally:
             self._release(request.id, None)
 
-    def _release(self, rid: RequestId, task: asyncio.Task[None] | None) -> None:
+    def _release(self, rid: RequestId, task: asyncio.Future[None] | None) -> None:
         """The request ``rid`` is over (``task``: only if it is still the one in the table)."""
         if task is not None and self._in_flight.get(rid) is not task:
             return
@@ -497,7 +506,7 @@ class Engine(Generic[Req]):
         if task is not None:
             self._cancel(rid, task)  # type: ignore[arg-type]
 
-    def _cancel(self, rid: RequestId, task: asyncio.Task[None]) -> None:
+    def _cancel(self, rid: RequestId, task: asyncio.Future[None]) -> None:
         """Cancel the handler ``task`` of the peer's request ``rid``.
 
         A task cancelled before it first runs (its notifications/cancelled came in the same
