@@ -14,12 +14,15 @@ Sides:
   requests written by a thread while the answers are read).
 * ``client``: a process running mcpkit's ``Client`` (``protocol="legacy"``) against the same server
   (native); the client process is measured (sequential ``call_tool`` or ``asyncio.gather`` batches).
+  ``--proxied``: the client calls ``MCPServer.proxy(<that server>)`` in its own process instead
+  (the proxy's work is counted with the client's, as in ``bench/proxy_bench.py``'s proxied way).
 
 Usage::
 
     python bench/icount.py server --mode seq
     python bench/icount.py server --mode pipe --calls 4000
     python bench/icount.py client --mode seq
+    python bench/icount.py client --mode seq --proxied --calls 1200
     python bench/icount.py server --mode seq --strace     # system calls per call instead
 
 ``--source DIR`` measures the mcpkit package under ``DIR`` (e.g. a ``git worktree`` of an older commit's
@@ -132,10 +135,12 @@ def run_child(main: Any) -> None:
     run(main)
 
 
-async def client_child(mode: str, calls: int, batch: int) -> None:
-    from mcpkit import Client
+async def client_child(mode: str, calls: int, batch: int, proxied: bool = False) -> None:
+    from mcpkit import Client, MCPServer
 
-    async with Client([sys.executable, str(SERVER), "--serve"], protocol="legacy") as client:
+    backend = [sys.executable, str(SERVER), "--serve"]
+    target: Any = MCPServer.proxy(Client(backend, protocol="legacy")) if proxied else backend
+    async with Client(target, protocol="legacy") as client:
         await client.list_tools()
         if mode == "seq":
             for _ in range(calls):
@@ -164,7 +169,8 @@ def measure(args: argparse.Namespace, calls: int, out: Path) -> int:
         drive_server([*tool, sys.executable, *server], env, args.mode, calls, args.batch)
     else:
         subprocess.run(
-            [*tool, sys.executable, __file__, "--child", args.mode, str(calls), str(args.batch)],
+            [*tool, sys.executable, __file__, "--child", args.mode, str(calls), str(args.batch)]
+            + (["--proxied"] if args.proxied else []),
             env=env,
             check=True,
             stderr=subprocess.DEVNULL if not args.strace else None,
@@ -215,7 +221,7 @@ def main() -> int:
         return 0
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         mode, calls, batch = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-        run_child(client_child(mode, calls, batch))
+        run_child(client_child(mode, calls, batch, proxied="--proxied" in sys.argv[5:]))
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("side", choices=("server", "client"))
@@ -224,6 +230,7 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=1000, help="requests per pipelined batch")
     p.add_argument("--source", type=Path, default=ROOT / "src", help="directory holding the mcpkit package")
     p.add_argument("--strace", action="store_true", help="count read/write system calls instead")
+    p.add_argument("--proxied", action="store_true", help="client side: call through an in-process proxy")
     p.add_argument(
         "--server", choices=("mcpkit", *PEER_SERVERS), default="mcpkit", help="server side: which server"
     )
@@ -239,7 +246,7 @@ def main() -> int:
         per = (b - a) / (args.calls - small)
     unit = "read/write system calls" if args.strace else "instructions"
     loop = args.loop or os.environ.get("MCPKIT_LOOP") or "auto"
-    what = "client" if args.side == "client" else args.server
+    what = ("proxied client" if args.proxied else "client") if args.side == "client" else args.server
     print(
         f"{what} {args.mode} (MCPKIT_LOOP={loop}): {per:,.1f} {unit} per call "
         f"({small} calls: {a:,}; {args.calls} calls: {b:,}; {time.perf_counter() - t0:.0f} s)"
