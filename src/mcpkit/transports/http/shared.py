@@ -61,6 +61,9 @@ ORPHAN_CHECK = 3.0
 GET_LOCK_TTL = 30
 #: How long an HTTP+SSE session's location is kept (deleted when its stream ends).
 SSE_SESSION_TTL = 24 * 3600
+#: How long a POST for an HTTP+SSE session held by another worker waits for that worker to
+#: be listening (its pub/sub reconnects within about a second of Redis coming back).
+SSE_RELAY_WAIT = 5.0
 
 
 class _Relay(msgspec.Struct, array_like=True):
@@ -392,7 +395,25 @@ class SharedSessionStore:
             where = None
         if not isinstance(where, dict) or where.get("p") != principal or not isinstance(where.get("w"), str):
             return False  # unknown, or another caller's (the same 404 either way)
-        self._send(self.backend.key("sse", where["w"]), session_id, body)
+        # The client is told 202 only once the worker holding the stream has the message:
+        # PUBLISH counts the subscribers that got it, and none means that worker's
+        # subscription is down (Redis restarted and it is reconnecting). Published without
+        # waiting, as before, such a message was acknowledged and lost; now it is published
+        # again until that worker has resubscribed, and refused (503, retry) if it has not
+        # within SSE_RELAY_WAIT seconds, or not found (404) if that worker is gone.
+        holder = where["w"]
+        channel = self.backend.key("sse", holder)
+        payload = _encode(_Relay(self.worker_id, session_id, msgspec.Raw(body)))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SSE_RELAY_WAIT
+        pause = 0.02
+        while not await self.backend.publish(channel, payload):
+            if not await self.backend.alive(holder):
+                return False
+            if loop.time() >= deadline:
+                raise RedisUnavailable(f"the worker holding session {session_id}'s stream is not listening")
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.25)
         return True
 
     def _sse_relayed(self, data: bytes) -> None:
