@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from ..protocol.errors import MCPError
 from ..protocol.framing import Oversized
@@ -19,6 +19,7 @@ __all__ = [
     "memory_channel_pair",
     "memory_push_pair",
     "pushes",
+    "read_queued",
 ]
 
 RequestId: TypeAlias = int | str
@@ -82,6 +83,23 @@ class PushChannel(Channel, Protocol):
 _PUSHES: dict[type, bool] = {}
 
 
+async def read_queued(inbox: asyncio.Queue[Any]) -> list[bytes | Oversized] | None:
+    """Every item of ``inbox`` queued so far (waiting for at least one), or None at its end
+    (a ``None`` item, left in place so later readers stay at the end too)."""
+    item = await inbox.get()
+    if item is None:
+        inbox.put_nowait(None)
+        return None
+    batch: list[bytes | Oversized] = [item]
+    while not inbox.empty():
+        nxt = inbox.get_nowait()
+        if nxt is None:
+            inbox.put_nowait(None)
+            break
+        batch.append(nxt)
+    return batch
+
+
 def pushes(channel: Channel) -> bool:
     """Whether ``channel`` is a :class:`PushChannel`, decided once per channel class.
 
@@ -107,18 +125,7 @@ class MemoryChannel:
 
     async def read(self) -> list[bytes | Oversized] | None:
         """Every message queued so far (waiting for at least one), or None at end of input."""
-        item = await self._inbox.get()
-        if item is None:
-            self._inbox.put_nowait(None)  # stay at EOF for later readers
-            return None
-        batch: list[bytes | Oversized] = [item]
-        while not self._inbox.empty():
-            nxt = self._inbox.get_nowait()
-            if nxt is None:
-                self._inbox.put_nowait(None)
-                break
-            batch.append(nxt)
-        return batch
+        return await read_queued(self._inbox)
 
     def write(self, data: bytes, related: RequestId | None = None) -> None:
         """Queue ``data`` for the other end (``related`` is ignored); dropped once closed."""

@@ -15,6 +15,7 @@ import msgspec
 from ..protocol import jsonrpc
 from ..protocol.errors import HTTP_TRANSPORT_ERROR, MESSAGE_TOO_LARGE
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES, Oversized
+from ..session.channel import read_queued
 from .sse_reader import SSEParser
 
 __all__ = ["ChannelBase", "HTTPTransportError", "MessageTooLarge"]
@@ -141,17 +142,7 @@ class ChannelBase:
 
     async def read(self) -> list[bytes | Oversized] | None:
         self._room.set()
-        item = await self._inbox.get()
-        if item is None:
-            self._inbox.put_nowait(None)
-            return None
-        batch: list[bytes | Oversized] = [item]
-        while not self._inbox.empty():
-            nxt = self._inbox.get_nowait()
-            if nxt is None:
-                self._inbox.put_nowait(None)
-                break
-            batch.append(nxt)
+        batch = await read_queued(self._inbox)
         self._room.set()
         return batch
 
