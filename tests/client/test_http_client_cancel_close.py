@@ -14,8 +14,8 @@ import json
 
 import httpx
 import pytest
-from httpcore._async.http11 import AsyncHTTP11Connection
 
+from _slow_close import slow_response_close
 from mcpkit.transports.http_client import StreamableHTTPChannel
 
 pytestmark = pytest.mark.timeout(30)
@@ -24,21 +24,9 @@ pytestmark = pytest.mark.timeout(30)
 async def test_a_request_cancelled_as_its_answer_ends_still_closes_its_connection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    closing, gate, cancelled = asyncio.Event(), asyncio.Event(), asyncio.Event()
-    original = AsyncHTTP11Connection._response_closed
+    slow = slow_response_close(monkeypatch)  # the cancellation always lands in the close
+    closing, gate, cancelled = slow.closing, slow.gate, slow.cancelled
     answered_conn_closed = asyncio.Event()
-
-    async def slow_close(self: AsyncHTTP11Connection) -> None:
-        # The close made slow, so the cancellation always lands in it.
-        closing.set()
-        try:
-            await gate.wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        await original(self)
-
-    monkeypatch.setattr(AsyncHTTP11Connection, "_response_closed", slow_close)
 
     async def endpoint(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")

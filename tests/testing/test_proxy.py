@@ -336,21 +336,10 @@ async def test_a_client_leaving_as_the_body_ends_still_closes_the_upstream(
     landed inside the close (the client left just as the body ended), the close was dropped
     and the connection stayed open, marked busy, until the proxy stopped. The close is made
     slow here, so the client's leaving always lands in it."""
-    from httpcore._async.http11 import AsyncHTTP11Connection
+    from _slow_close import slow_response_close
 
-    closing, gate, cancelled, peer_closed = (asyncio.Event() for _ in range(4))
-    original = AsyncHTTP11Connection._response_closed
-
-    async def slow_close(self: AsyncHTTP11Connection) -> None:
-        closing.set()
-        try:
-            await gate.wait()
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        await original(self)
-
-    monkeypatch.setattr(AsyncHTTP11Connection, "_response_closed", slow_close)
+    slow = slow_response_close(monkeypatch)
+    closing, gate, cancelled, peer_closed = slow.closing, slow.gate, slow.cancelled, asyncio.Event()
     release = asyncio.Event()
 
     async def finite(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
