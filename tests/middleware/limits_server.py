@@ -91,8 +91,9 @@ def is_holding() -> str:
 
 
 @server.tool()
-def let_go() -> str:
-    """Ends the running `hold`."""
+async def let_go() -> str:
+    """Ends the running `hold` (async: asyncio.Event is not thread-safe, and a plain def
+    starts in a worker thread)."""
     release.set()
     return "ok"
 
