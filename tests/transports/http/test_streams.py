@@ -4,8 +4,11 @@ complete answer is framed (one body with its length, so the HTTP server does not
 from __future__ import annotations
 
 import asyncio
+import gc
+from collections import deque
 from typing import Any
 
+from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http.streams import ResponseStream, StreamItem, pump_sse, sse_event
 
 
@@ -102,3 +105,19 @@ async def test_a_stream_with_messages_before_the_answer_is_sent_as_it_comes() ->
     assert b"content-length" not in rec.headers()  # length unknown when it started: streamed
     assert [m["more_body"] for m in rec.sent[1:]] == [True, True, False]
     assert rec.body() == b'event: message\ndata: {"progress":1}\n\nevent: message\ndata: {"result":2}\n\n'
+
+
+def test_a_resumable_streams_history_is_no_work_for_the_garbage_collector() -> None:
+    # An idle legacy session keeps up to replay_events (1,024) notifications for a client that may
+    # resume; as NamedTuples every one was tracked, and scanned by every full collection (issue 18:
+    # one such collection took 120-200 ms inside a 1,000-stream change fan-out).
+    stream = ResponseStream("standalone", None, limit=8, history=1024)
+    stream.closed = True  # no GET stream reading: the notifications only go to the history
+    for _ in range(500):
+        stream.push(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
+    assert isinstance(stream.history, deque) and len(stream.history) == 500
+    assert not any(gc.is_tracked(item) for item in stream.history)
+    # An answer carrying an error is tracked: an exception's traceback can lead back to it.
+    answer = ResponseStream("r", 1, limit=8, history=1024)
+    answer.push(b'{"jsonrpc":"2.0","id":1,"error":{}}', True, MCPError(-32602, "bad"))
+    assert isinstance(answer.history, deque) and gc.is_tracked(answer.history[0])

@@ -13,7 +13,8 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Callable
-from typing import NamedTuple
+
+import msgspec
 
 from ...protocol.errors import MCPError
 from .asgi import Receive, Send
@@ -33,7 +34,17 @@ SSE_HEADERS = [
 _SPLIT_EVENT_BYTES = 64 * 1024
 
 
-class StreamItem(NamedTuple):
+class StreamItem(msgspec.Struct, frozen=True):
+    """One message of a stream: its sequence number, its bytes, whether it is the answer.
+
+    A msgspec struct rather than a NamedTuple: the collector tracks a struct only while a
+    field holds something it tracks (here only ``error``), and a NamedTuple always (CPython
+    untracks exact tuples only). Resumable streams keep up to ``replay_events`` of these per
+    stream, in idle sessions too: tracked, each was work for every full collection (issue 18:
+    such a collection, over the objects of 1,000 listen streams and 1,000 idle legacy sessions,
+    took 120-200 ms inside a change fan-out).
+    """
+
     seq: int
     data: bytes
     final: bool
