@@ -25,6 +25,7 @@ from .limiting import Limiter, Rate
 from .middleware import (
     CallNext,
     Middleware,
+    SyncHooks,
     check,
     compose,
     hides_anything,
@@ -145,7 +146,7 @@ class MCPServer(Running, Surface):
         #: The middleware tool calls pass through when all of it is synchronous
         #: (``before``/``after``); None when some has an async hook for them. Calls of
         #: quick sync tools are then answered on the read path, hooks and all.
-        self.call_hooks: tuple[Middleware, ...] | None = ()
+        self.call_hooks: SyncHooks | None = SyncHooks()
         self._chains: dict[str, CallNext] = {}
         #: Servers mounted here (``mount``), and the mounts this server is the child of.
         self._mounts: list[Mount] = []

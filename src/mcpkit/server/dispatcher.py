@@ -30,7 +30,7 @@ from ..session.bus import ChangeEvent
 from ..session.engine import Engine, Later
 from .context import Context
 from .handlers import METHODS, hidden, run_handler
-from .middleware import Middleware, NotifyNext, compose, notifies, unwind
+from .middleware import Middleware, NotifyNext, SyncHooks, compose, notifies, unwind
 
 if TYPE_CHECKING:
     from .app import MCPServer
@@ -148,9 +148,7 @@ class ServerDispatcher:
             return None
         return self._finish(result, scope, "tools/call")
 
-    def _answer_hooked(
-        self, request: ServerRequest, tool: RegisteredTool, hooks: tuple[Middleware, ...]
-    ) -> Any:
+    def _answer_hooked(self, request: ServerRequest, tool: RegisteredTool, hooks: SyncHooks) -> Any:
         """:meth:`answer_now` through synchronous middleware: each ``before`` in
         order, the tool, each ``after`` in reverse, as :func:`compose`'s steps
         would run them, without a coroutine. Once a ``before`` has run the request
@@ -164,17 +162,21 @@ class ServerDispatcher:
         ctx = Context(self, request)
         result: Any = None
         error: BaseException | None = None
+        # Only the hooks a middleware overrides are called (the others do nothing), as
+        # bound methods made once (``SyncHooks``). ``entered``: how many middleware have
+        # had their ``before`` run (the one that raised not included), whose ``after`` runs.
         entered = 0
         try:
-            for middleware in hooks:
-                early = middleware.before(ctx)
-                entered += 1
+            for entered, before in hooks.befores:
+                early = before(ctx)
                 if early is not None:
+                    entered += 1
                     if inspect.isawaitable(early):
                         return Later(self._answer_later(ctx, tool, hooks, entered, early))
                     result = early
                     break
             else:
+                entered = len(hooks)
                 name = request.params.name
                 if self.server.hides and hidden(self, request, "tool", name, ctx):
                     raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # as if it did not exist
@@ -182,7 +184,14 @@ class ServerDispatcher:
                 result = tool.call_inline(arguments if arguments is not UNSET else None)
         except Exception as exc:
             error = exc
-        result, error = unwind(ctx, hooks, entered, result, error)
+        # ``unwind``, inlined over the ``after`` hooks only: an exception one raises is
+        # the outcome the next sees.
+        for index, after in hooks.afters:
+            if index < entered:
+                try:
+                    after(ctx, result, error)
+                except Exception as exc:
+                    result, error = None, exc
         if error is not None:
             if isinstance(error, MCPError):
                 raise error

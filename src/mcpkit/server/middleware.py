@@ -279,14 +279,35 @@ def intercepts(middlewares: Sequence[Middleware], method: str) -> bool:
     return any(_awaits(m, op) or _synchronous(m) for m in middlewares)
 
 
-def sync_hooks(middlewares: Sequence[Middleware], method: str) -> tuple[Middleware, ...] | None:
+class SyncHooks(tuple[Middleware, ...]):
+    """The synchronous middleware on a method's path, in order (:func:`sync_hooks`), with
+    the hooks each overrides as bound methods, made once: a request then calls only
+    the hooks that do something, with no attribute look-up (``RateLimit`` has no
+    ``after``, ``AccessLog``'s ``before`` and ``after`` both run).
+    """
+
+    #: ``(index, before)`` of the middleware that override :meth:`Middleware.before`, in order.
+    befores: tuple[tuple[int, Callable[[Context], Any]], ...]
+    #: ``(index, after)`` of those that override :meth:`Middleware.after`, last first.
+    afters: tuple[tuple[int, Callable[[Context, Any, BaseException | None], None]], ...]
+
+    def __new__(cls, middlewares: Sequence[Middleware] = ()) -> SyncHooks:
+        self = super().__new__(cls, middlewares)
+        self.befores = tuple((i, m.before) for i, m in enumerate(self) if _overrides(m, "before"))
+        self.afters = tuple(
+            (i, m.after) for i, m in reversed(list(enumerate(self))) if _overrides(m, "after")
+        )
+        return self
+
+
+def sync_hooks(middlewares: Sequence[Middleware], method: str) -> SyncHooks | None:
     """The middleware on ``method``'s path when all of it is synchronous
     (:meth:`~Middleware.before` / :meth:`~Middleware.after` only), in order; None
     when some middleware has an async hook there."""
     op = METHOD_HOOKS.get(method)
     if any(_awaits(m, op) for m in middlewares):
         return None
-    return tuple(m for m in middlewares if _synchronous(m))
+    return SyncHooks([m for m in middlewares if _synchronous(m)])
 
 
 def runs_inline(middlewares: Sequence[Middleware], method: str) -> bool:
