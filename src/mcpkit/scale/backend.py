@@ -96,6 +96,9 @@ class RedisBackend:
         )
         self._handlers: dict[str, Handler] = {}
         self._writes: deque[Command] = deque()
+        #: Writes queued, and writes sent (or given up), since start: what :meth:`settled` compares.
+        self._queued = 0
+        self._sent = 0
         self._wake = asyncio.Event()
         self._flushed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -142,6 +145,7 @@ class RedisBackend:
             logger.error("Redis write backlog full (%d): an event was dropped", len(self._writes))
             return
         self._writes.append(command)
+        self._queued += 1
         self._wake.set()
 
     @property
@@ -158,6 +162,15 @@ class RedisBackend:
     async def flush(self) -> None:
         """Wait until every queued write has been sent (or given up)."""
         while self._writes:
+            self._flushed.clear()
+            await self._flushed.wait()
+
+    async def settled(self) -> None:
+        """Wait until the writes queued before this call have been sent (or given up; at most
+        ``retry_writes_for`` seconds while Redis is down): unlike :meth:`flush`, writes
+        queued meanwhile are not waited for, so a busy worker cannot keep this waiting."""
+        target = self._queued
+        while self._sent < target:
             self._flushed.clear()
             await self._flushed.wait()
 
@@ -199,7 +212,8 @@ class RedisBackend:
                         logger.warning("Redis refused a write: %s", result)
                 for _ in batch:
                     self._writes.popleft()
-            self._flushed.set()
+                self._sent += len(batch)
+                self._flushed.set()
 
     # -- pub/sub --------------------------------------------------------------------------
 

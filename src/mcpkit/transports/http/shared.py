@@ -435,6 +435,16 @@ class SharedSessionStore:
 
     # -- GET: the standalone stream, or any stream resumed --------------------------------------
 
+    async def _written_here(self, sid: str, stream: str) -> bool:
+        """Whether ``stream``'s log exists once this worker's queued writes are in Redis.
+
+        A stream's events reach its client before their copies reach Redis (they are
+        mirrored without waiting, see :meth:`persist`); while Redis restarts those copies
+        wait to be retried. A client cut off then resumes with an event id Redis has not
+        seen yet: found by the soak (a 404 for a resumption after a Redis restart)."""
+        await self.store.backend.settled()
+        return await self.store.exists(sid, stream)
+
     async def get(
         self, send: Send, receive: Receive, session: LegacyHTTPSession, last_event_id: str | None
     ) -> None:
@@ -449,7 +459,7 @@ class SharedSessionStore:
                 raise HTTPFailure(404, "unknown Last-Event-ID")
             if stream == STANDALONE:
                 await self._claim_get(sid, resume=True)
-            elif not await self.store.exists(sid, stream):
+            elif not await self.store.exists(sid, stream) and not await self._written_here(sid, stream):
                 raise HTTPFailure(404, "unknown Last-Event-ID")
         response = _Response(send)
         task = asyncio.ensure_future(self._pump(response, session, stream, after))
