@@ -37,6 +37,22 @@ FIELDS = {
     "outcome",
     "error_code",
 }
+#: The documented order of a line's keys.
+ORDER = (
+    "time",
+    "id",
+    "method",
+    "target",
+    "principal",
+    "client",
+    "client_name",
+    "era",
+    "protocol_version",
+    "transport",
+    "duration_ms",
+    "outcome",
+    "error_code",
+)
 
 
 def make_server(access: AccessLog, started: asyncio.Event | None = None) -> MCPServer:
@@ -170,6 +186,45 @@ async def test_a_file_path_is_appended_to(tmp_path: Path) -> None:
         await client.call_tool("echo", {"text": "x"})
     access.close()
     assert any(json.loads(line)["target"] == "echo" for line in path.read_text().splitlines())
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_file_line_is_the_logged_line_and_follows_its_client(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A file line splices the client's fields (principal .. transport) in encoded once for
+    # a run of requests of one client: two clients taking turns must each get their own,
+    # and the text must be what the logger form writes, key for key, in the same order.
+    out = io.StringIO()
+    server = make_server(AccessLog(file=out))
+    server.add_middleware(AccessLog("test.access.same"))
+    ada, bob = t.Implementation(name="ada", version="1"), t.Implementation(name="bob", version="1")
+    with caplog.at_level(logging.INFO, logger="test.access.same"):
+        async with (
+            Client(server, protocol=era, client_info=ada) as first,
+            Client(server, protocol=era, client_info=bob) as second,
+        ):
+            for i in range(3):
+                await first.call_tool("echo", {"text": f"a{i}"})
+                await second.call_tool("echo", {"text": f"b{i}"})
+                assert (await second.call_tool("fails", {})).is_error
+
+    def calls(lines: list[str]) -> list[dict[str, Any]]:
+        parsed = [json.loads(line) for line in lines]
+        for line in parsed:
+            assert list(line) == [*ORDER], line
+            del line["time"], line["duration_ms"]  # (each log times the request itself)
+        return [line for line in parsed if line["method"] == "tools/call"]
+
+    logged = [r.getMessage() for r in caplog.records if r.name == "test.access.same"]
+    written = calls(out.getvalue().splitlines())
+    assert written == calls(logged)
+    assert [(line["client_name"], line["target"]) for line in written] == [
+        ("ada", "echo"),
+        ("bob", "echo"),
+        ("bob", "fails"),
+    ] * 3
+    assert len({line["client"] for line in written}) == 2
 
 
 @pytest.mark.parametrize("era", ERAS)
