@@ -172,11 +172,11 @@ class ServerDispatcher:
                 if early is not None:
                     entered += 1
                     if inspect.isawaitable(early):
-                        return Later(self._answer_later(ctx, tool, hooks, entered, early))
+                        return Later(self._answer_later(ctx, tool, hooks.middleware, entered, early))
                     result = early
                     break
             else:
-                entered = len(hooks)
+                entered = len(hooks.middleware)
                 name = request.params.name
                 if self.server.hides and hidden(self, request, "tool", name, ctx):
                     raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")  # as if it did not exist
