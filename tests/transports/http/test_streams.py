@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from collections import deque
 from typing import Any
 
@@ -109,15 +110,34 @@ async def test_a_stream_with_messages_before_the_answer_is_sent_as_it_comes() ->
 
 def test_a_resumable_streams_history_is_no_work_for_the_garbage_collector() -> None:
     # An idle legacy session keeps up to replay_events (1,024) notifications for a client that may
-    # resume; as NamedTuples every one was tracked, and scanned by every full collection (issue 18:
-    # one such collection took 120-200 ms inside a 1,000-stream change fan-out).
+    # resume. As NamedTuples every one was scanned by every full collection and counted towards
+    # starting the next (issue 18: one such collection took 120-200 ms inside a 1,000-stream fan-out).
     stream = ResponseStream("standalone", None, limit=8, history=1024)
     stream.closed = True  # no GET stream reading: the notifications only go to the history
-    for _ in range(500):
-        stream.push(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
-    assert isinstance(stream.history, deque) and len(stream.history) == 500
+    stream.push(b"{}")  # the history's deque is made on first use
+    gc.disable()  # no collection in between: the allocation count is exact
+    try:
+        counted = gc.get_count()[0]
+        for _ in range(500):
+            stream.push(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
+        counted = gc.get_count()[0] - counted
+    finally:
+        gc.enable()
+    assert isinstance(stream.history, deque) and len(stream.history) == 501
+    assert counted < 50  # 500 items, none of them an allocation the collector counts (was 500)
     assert not any(gc.is_tracked(item) for item in stream.history)
-    # An answer carrying an error is tracked: an exception's traceback can lead back to it.
+
+
+def test_an_error_answer_in_a_history_is_still_collected_in_a_cycle() -> None:
+    # An error's traceback can lead back to the stream holding it: such a cycle must stay collectable.
     answer = ResponseStream("r", 1, limit=8, history=1024)
-    answer.push(b'{"jsonrpc":"2.0","id":1,"error":{}}', True, MCPError(-32602, "bad"))
-    assert isinstance(answer.history, deque) and gc.is_tracked(answer.history[0])
+    error = MCPError(-32602, "bad")
+    answer.push(b'{"jsonrpc":"2.0","id":1,"error":{}}', True, error)
+    assert isinstance(answer.history, deque)
+    item = answer.history[0]
+    assert item.error is error and gc.is_tracked(item)
+    error.stream = answer  # type: ignore[attr-defined]  # the cycle: stream -> history -> item -> error
+    gone = weakref.ref(error)
+    del answer, error, item
+    gc.collect()
+    assert gone() is None

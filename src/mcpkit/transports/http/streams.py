@@ -19,7 +19,7 @@ import msgspec
 from ...protocol.errors import MCPError
 from .asgi import Receive, Send
 
-__all__ = ["ResponseStream", "StreamItem", "pump_sse", "sse_event"]
+__all__ = ["ErrorItem", "ResponseStream", "StreamItem", "pump_sse", "sse_event"]
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -34,22 +34,33 @@ SSE_HEADERS = [
 _SPLIT_EVENT_BYTES = 64 * 1024
 
 
-class StreamItem(msgspec.Struct, frozen=True):
+class StreamItem(msgspec.Struct, frozen=True, gc=False):
     """One message of a stream: its sequence number, its bytes, whether it is the answer.
 
-    A msgspec struct rather than a NamedTuple: the collector tracks a struct only while a
-    field holds something it tracks (here only ``error``), and a NamedTuple always (CPython
-    untracks exact tuples only). Resumable streams keep up to ``replay_events`` of these per
-    stream, in idle sessions too: tracked, each was work for every full collection (issue 18:
-    such a collection, over the objects of 1,000 listen streams and 1,000 idle legacy sessions,
-    took 120-200 ms inside a change fan-out).
+    Outside the garbage collector (``gc=False``: it holds an int, bytes and a bool, it cannot
+    be part of a cycle): resumable streams keep up to ``replay_events`` of these each, idle
+    legacy sessions too (every change is recorded for a client that may resume), and as
+    NamedTuples each was scanned by every full collection and counted towards starting the
+    next one (issue 18: with 1,000 listen streams and 1,000 idle sessions, a full collection
+    came every few changes and took 120-200 ms inside that change's fan-out). An answer
+    carrying an error is an :class:`ErrorItem`, which the collector tracks.
     """
 
     seq: int
     data: bytes
     final: bool
-    #: The error a final answer carries (None: a result, or not final). What the
-    #: HTTP status and headers are chosen from; the bytes are never read.
+
+    @property
+    def error(self) -> MCPError | None:
+        """The error a final answer carries (None: a result, or not final). What the HTTP
+        status and headers are chosen from; the bytes are never read."""
+        return None
+
+
+class ErrorItem(StreamItem, frozen=True, gc=True):
+    """A final answer that is an error: tracked by the collector (an exception's traceback
+    can lead back to the stream that holds it)."""
+
     error: MCPError | None = None
 
 
@@ -116,7 +127,7 @@ class ResponseStream:
             return  # nothing goes out after the response (e.g. late progress)
         self.finished = final
         self.seq += 1
-        item = StreamItem(self.seq, data, final, error)
+        item = StreamItem(self.seq, data, final) if error is None else ErrorItem(self.seq, data, final, error)
         if self.mirror is not None:
             self.mirror(item)
         else:
