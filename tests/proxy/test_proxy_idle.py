@@ -47,3 +47,27 @@ async def test_a_connecting_session_is_not_closed_as_idle() -> None:
     await pool.close_idle(0.5, now=session.last_used + 0.5)
     assert not pool.sessions
     await pool.close()
+
+
+async def test_idle_time_counts_from_the_end_of_a_long_call() -> None:
+    pool = Pool(
+        BackendTarget(lambda credentials: Client(MCPServer("b")), "b", pools=True),
+        credentials=lambda principal: {"T": "alice"},
+        max_sessions=4,
+        idle_timeout=0.5,
+        notified=lambda method, params: None,
+    )
+    session = pool.sessions[(("T", "alice"),)] = Session(pool, {"T": "alice"})
+    call = object()
+    session.inflight.append(call)  # type: ignore[arg-type]  (a call in flight: its route)
+    later = session.last_used + 60  # the call has run for a minute, far past idle_timeout
+    await pool.close_idle(0.5, now=later)
+    assert list(pool.sessions.values()) == [session]
+    session.inflight.remove(call)  # type: ignore[arg-type]
+    # Just after the call ended the session is not idle (before: closed at once, and the
+    # caller's next call had to start a new backend session).
+    await pool.close_idle(0.5, now=later + 0.25)
+    assert list(pool.sessions.values()) == [session]
+    await pool.close_idle(0.5, now=later + 0.5)
+    assert not pool.sessions
+    await pool.close()

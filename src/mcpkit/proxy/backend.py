@@ -364,10 +364,14 @@ class Pool:
 
     async def close_idle(self, idle: float, now: float | None = None) -> None:
         """Close the sessions unused for ``idle`` seconds (as of ``now``), but those busy: a
-        call in flight, or connecting (a start slower than ``idle``, under load, is not idle)."""
+        call in flight, or connecting (a start slower than ``idle``, under load, is not idle).
+        A busy session counts as used now: its idle time starts when its calls end (to within
+        a reaper tick), not when the last of them started."""
         now = time.monotonic() if now is None else now
         for key, session in list(self.sessions.items()):
-            if not session.busy and now - session.last_used >= idle:
+            if session.busy:
+                session.last_used = max(session.last_used, now)
+            elif now - session.last_used >= idle:
                 self.sessions.pop(key, None)
                 await session.close()
 
