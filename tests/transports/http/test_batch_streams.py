@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from asgi_exchange import Exchange
+from http_support import drop_redis_keys
 
 from mcpkit import Context, MCPServer
 from mcpkit.protocol.auth import AuthError, Principal
@@ -196,13 +197,7 @@ async def workers(count: int = 1, **settings: Any) -> AsyncIterator[Workers]:
         for app in found.apps:
             await app.shutdown()
         if prefix is not None:
-            client = aioredis.Redis.from_url(REDIS)
-            try:
-                keys = [k async for k in client.scan_iter(f"{prefix}:*")]
-                if keys:
-                    await client.delete(*keys)
-            finally:
-                await client.aclose()
+            await drop_redis_keys(REDIS, prefix)
 
 
 # -- a batch's handlers reach the client over its SSE stream ----------------------------------

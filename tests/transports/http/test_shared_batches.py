@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from asgi_exchange import Exchange
+from http_support import drop_redis_keys
 
 from mcpkit import Context, MCPServer
 from mcpkit.protocol.auth import AuthError, Principal
@@ -171,13 +172,7 @@ async def cluster(**settings: Any) -> AsyncIterator[Cluster]:
             release.set()
         for app in found.apps:
             await app.shutdown()
-        client = aioredis.Redis.from_url(REDIS)
-        try:
-            keys = [k async for k in client.scan_iter(f"{prefix}:*")]
-            if keys:
-                await client.delete(*keys)
-        finally:
-            await client.aclose()
+        await drop_redis_keys(REDIS, prefix)
 
 
 def running(app: StreamableHTTPApp, sid: str, rid: int) -> bool:

@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 from asgi_exchange import Exchange
+from http_support import drop_redis_keys, rpc
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from mcpkit import Context, MCPServer
@@ -30,15 +30,6 @@ from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
 REDIS = "redis://127.0.0.1:6379/0"
 V = "2025-03-26"
 WAIT = 10.0
-
-
-def rpc(rid: int | None, method: str, params: Any = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if rid is not None:
-        message["id"] = rid
-    if params is not None:
-        message["params"] = params
-    return message
 
 
 async def until(condition: Callable[[], bool], what: str) -> None:
@@ -97,13 +88,7 @@ async def app() -> AsyncIterator[StreamableHTTPApp]:
     finally:
         release.set()
         await found.shutdown()
-        client = aioredis.Redis.from_url(REDIS)
-        try:
-            keys = [k async for k in client.scan_iter(f"{prefix}:*")]
-            if keys:
-                await client.delete(*keys)
-        finally:
-            await client.aclose()
+        await drop_redis_keys(REDIS, prefix)
 
 
 def post(app: StreamableHTTPApp, sid: str | None, body: Any) -> Exchange:
