@@ -478,7 +478,10 @@ async def part_streams(server: LoggedServer, row: str, kind: str, cfg: Settings,
             if trace:
                 report = await gc_report(port, census=round_ == 0)
                 inside = [c for c in report["collections"] if t0 <= c["start"] <= t0 + last / 1e3]
-                gcs = ", ".join(f"gen {c['gen']} {c['ms']:.1f} ms" for c in inside) or "none"
+                gcs = (
+                    ", ".join(f"gen {c['gen']} {c['ms']:.1f} ms ({c['collected']} freed)" for c in inside)
+                    or "none"
+                )
                 res.notes.append(
                     f"{kind} fan-out {round_ + 1}: last {last:.1f} ms, server CPU {fmt(cpu)} ms; "
                     f"collections inside: {gcs} "
