@@ -61,6 +61,7 @@ import msgspec
 
 from ..protocol.errors import INTERNAL_ERROR, MCPError
 from ..protocol.lifecycle import Era
+from ..protocol.requests import ServerRequest
 from ..protocol.types import CallToolResult, InputRequiredResult
 from ..server.context import Context, _Answered
 from ..server.middleware import Middleware
@@ -131,6 +132,14 @@ def _client_facts(ctx: Context) -> _Client:
         str(scope.version),  # a StrEnum: its text, as a plain str
         request.transport or None,
     )
+
+
+def _add_arguments(line: _Line | _FileLine, request: ServerRequest) -> None:
+    line.arguments = request.arguments
+    try:
+        _encode(line)
+    except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
+        line.arguments = repr(line.arguments)
 
 
 class _FileLine(msgspec.Struct, gc=False):
@@ -270,12 +279,12 @@ class AccessLog(Middleware):
                 request.transport,
                 request.session,
                 request.peer,
-                conn.key if conn.__class__ is _Answered else id(conn),
+                conn.key if type(conn) is _Answered else id(conn),
             )
             if key != self._client_key:
                 self._client_key = key
                 self._client_raw = msgspec.Raw(_encode(_client_facts(ctx))[_CLIENT_CUT:-1])
-            record: _Line | _FileLine = _FileLine(
+            line = _FileLine(
                 self._stamp + _MILLIS[int((wall - second) * 1000)],
                 request.id,
                 method,
@@ -285,35 +294,31 @@ class AccessLog(Middleware):
                 outcome,
                 code,
             )
-        else:
-            facts = _client_facts(ctx)
-            record = _Line(
-                self._stamp + _MILLIS[int((wall - second) * 1000)],
-                request.id,
-                method,
-                target,
-                facts.principal,
-                facts.client,
-                facts.client_name,
-                facts.era,
-                facts.protocol_version,
-                facts.transport,
-                duration_ms,
-                outcome,
-                code,
-            )
-        if self.include_arguments and method in _ARGUMENTS_OF:
-            record.arguments = request.arguments
-            try:
-                _encode(record)
-            except (TypeError, msgspec.EncodeError):  # an argument msgspec cannot encode
-                record.arguments = repr(record.arguments)
-        if record.__class__ is _FileLine:
+            if self.include_arguments and method in _ARGUMENTS_OF:
+                _add_arguments(line, request)
             pending = self._pending
-            pending.append(record)
+            pending.append(line)
             if len(pending) == 1:
                 self._flush_soon()
             return
+        facts = _client_facts(ctx)
+        record = _Line(
+            self._stamp + _MILLIS[int((wall - second) * 1000)],
+            request.id,
+            method,
+            target,
+            facts.principal,
+            facts.client,
+            facts.client_name,
+            facts.era,
+            facts.protocol_version,
+            facts.transport,
+            duration_ms,
+            outcome,
+            code,
+        )
+        if self.include_arguments and method in _ARGUMENTS_OF:
+            _add_arguments(record, request)
         assert logger is not None
         if not self._checked_handlers:
             self._checked_handlers = True
