@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from ..protocol.requests import ServerRequest
 from ..session.channel import Channel
 from ..session.engine import Engine
+from ..session.signals import Signal
 from .dispatcher import ServerDispatcher
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class Running:
     max_line_bytes: int
     max_in_flight: int
     request_timeout: float | None
-    stopping: asyncio.Event
+    stopping: Signal
     tasks: TaskManager
     _loop: asyncio.AbstractEventLoop | None
     _holders: int

@@ -18,6 +18,7 @@ from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from ..protocol.versions import ALL_VERSIONS, ProtocolVersion
 from ..session.bus import ChangeEvent, LocalBus, NotificationBus
 from ..session.engine import DEFAULT_MAX_IN_FLIGHT
+from ..session.signals import Signal
 from . import apps as _apps
 from ._running import Lifespan, Running
 from ._surface import Completer, Surface
@@ -130,7 +131,7 @@ class MCPServer(Running, Surface):
         #: Carries list changes and resource updates to connections and subscriptions.
         self.bus: NotificationBus = bus if bus is not None else LocalBus()
         #: Set when the server is shutting down: long-lived requests end gracefully.
-        self.stopping = asyncio.Event()
+        self.stopping = Signal()
         self._tools.on_change = lambda: self._list_changed("tools")
         self._resources.on_change = lambda: self._list_changed("resources")
         self._prompts.on_change = lambda: self._list_changed("prompts")

@@ -9,7 +9,6 @@ and shapes the result for that revision.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -28,6 +27,7 @@ from ..protocol.versions import ProtocolVersion
 from ..protocol.wire import downgrade, needs_downgrade
 from ..session.bus import ChangeEvent
 from ..session.engine import Engine, Later
+from ..session.signals import Signal
 from .context import Context
 from .handlers import METHODS, hidden, run_handler
 from .middleware import Middleware, NotifyNext, SyncHooks, compose, notifies, unwind
@@ -67,7 +67,7 @@ class ServerDispatcher:
         self.lifecycle = ServerLifecycle(server.versions)
         self.engine: Engine[ServerRequest] = None  # type: ignore[assignment]  # set by attach()
         self.subscriptions: set[str] = set()
-        self._closing: asyncio.Event | None = None
+        self._closing: Signal | None = None
         #: What ties 2025-11-25 tasks to this connection for tasks/list (made on first use).
         self.tasks_key: str | None = None
 
@@ -79,14 +79,14 @@ class ServerDispatcher:
     # -- the Dispatcher protocol -----------------------------------------------
 
     @property
-    def closing(self) -> asyncio.Event:
+    def closing(self) -> Signal:
         """Set when no more input will come (stdio EOF): long-lived requests end.
 
         Made on first use: most connections never wait on it, and an Event was a
         good part of an idle legacy HTTP session's memory (issue 18)."""
         closing = self._closing
         if closing is None:
-            closing = self._closing = asyncio.Event()
+            closing = self._closing = Signal()
         return closing
 
     def input_closed(self) -> None:

@@ -7,7 +7,6 @@ methods have modules of their own (:mod:`.task_methods`, :mod:`.skill_methods`).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -22,6 +21,7 @@ from ..protocol.requests import SERVER_METHODS, ServerRequest
 from ..protocol.tasks import declares_tasks, missing_tasks_capability
 from ..protocol.versions import ProtocolVersion
 from ..session.bus import ChangeEvent
+from ..session.signals import first_of
 from .context import Context
 from .middleware import ComponentKind
 from .mrtr import InputRequired, RoundTrip
@@ -311,13 +311,11 @@ async def _listen(conn: ServerDispatcher, request: ServerRequest) -> Any:
             engine.notify(f"notifications/{event.kind}/list_changed", {"_meta": tag}, rid)
 
     unsubscribe = conn.server.bus.subscribe(forward)
-    ends = [asyncio.ensure_future(conn.server.stopping.wait()), asyncio.ensure_future(conn.closing.wait())]
     try:
-        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+        # (callbacks, not a task per event: see mcpkit.session.signals)
+        await first_of(conn.server.stopping, conn.closing)
     finally:
         unsubscribe()
-        for end in ends:
-            end.cancel()
     return t.EmptyResult(meta=dict(tag))
 
 

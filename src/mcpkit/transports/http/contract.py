@@ -33,8 +33,10 @@ class ServedApp(Protocol):
     bus: NotificationBus
     #: Seals MRTR ``requestState``; replaced by one keyed alike on every worker.
     state_codec: RequestStateCodec
-    #: Set when the server is shutting down (long-lived requests end).
-    stopping: asyncio.Event
+
+    @property
+    def stopping(self) -> asyncio.Event:
+        """Set when the server is shutting down (long-lived requests end)."""
 
     def connect(
         self,
