@@ -22,21 +22,6 @@ from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, MCPError
 from mcpkit.testing import serve_http
 
 ERAS = ["legacy", "modern"]
-FIELDS = {
-    "time",
-    "id",
-    "method",
-    "target",
-    "principal",
-    "client",
-    "client_name",
-    "era",
-    "protocol_version",
-    "transport",
-    "duration_ms",
-    "outcome",
-    "error_code",
-}
 #: The documented order of a line's keys.
 ORDER = (
     "time",
@@ -53,6 +38,7 @@ ORDER = (
     "outcome",
     "error_code",
 )
+FIELDS = set(ORDER)
 
 
 def make_server(access: AccessLog, started: asyncio.Event | None = None) -> MCPServer:

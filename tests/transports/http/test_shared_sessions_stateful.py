@@ -50,6 +50,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from asgi_exchange import Exchange
+from http_support import drop_redis_keys
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -735,13 +736,7 @@ class SharedMachine(RuleBasedStateMachine):
             for task in left:
                 task.cancel()
             await asyncio.gather(*left, return_exceptions=True)
-            client = aioredis.Redis.from_url(REDIS)
-            try:
-                keys = [k async for k in client.scan_iter(f"{self.prefix}:*")]
-                if keys:
-                    await client.delete(*keys)
-            finally:
-                await client.aclose()
+            await drop_redis_keys(REDIS, self.prefix)
             assert not left, f"tasks left after shutdown: {left}"
 
         try:
