@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis.asyncio as aioredis
 import uvicorn
 from test_stdio_ts_progress import node, ts_sdk  # noqa: F401  (fixtures: Node 18+, the SDK from npm)
 
+from _redis import drop_redis_keys
 from mcpkit import Context, MCPServer
 from mcpkit.testing._uvicorn import bound_port, start_server, stop_server
 from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
@@ -73,13 +73,7 @@ async def _served(count: int) -> AsyncIterator[list[str]]:
             yield urls
         finally:
             if count > 1:
-                client = aioredis.Redis.from_url(REDIS)
-                try:
-                    keys = [k async for k in client.scan_iter(f"{prefix}:*")]
-                    if keys:
-                        await client.delete(*keys)
-                finally:
-                    await client.aclose()
+                await drop_redis_keys(REDIS, prefix)
 
 
 @pytest.mark.parametrize("count", [1, 2], ids=["one-worker", "two-workers"])

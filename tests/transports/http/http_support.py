@@ -392,16 +392,3 @@ async def eventually(condition: Any, timeout: float = 5.0, interval: float = 0.0
     async with asyncio.timeout(timeout):
         while not condition():
             await asyncio.sleep(interval)
-
-
-async def drop_redis_keys(url: str, prefix: str) -> None:
-    """Delete every key under ``prefix`` (a test's own) from the Redis at ``url``."""
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(url)
-    try:
-        keys = [k async for k in client.scan_iter(f"{prefix}:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()

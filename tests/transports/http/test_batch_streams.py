@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from asgi_exchange import Exchange
-from http_support import drop_redis_keys
 
+from _redis import drop_redis_keys
 from mcpkit import Context, MCPServer
 from mcpkit.protocol.auth import AuthError, Principal
 from mcpkit.protocol.errors import MCPError

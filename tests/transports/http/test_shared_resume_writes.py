@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 from asgi_exchange import Exchange
-from http_support import drop_redis_keys, rpc
+from http_support import rpc
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from _redis import drop_redis_keys
 from mcpkit import Context, MCPServer
 from mcpkit.transports.http import HTTPSettings, StreamableHTTPApp
 

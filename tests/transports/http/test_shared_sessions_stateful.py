@@ -50,12 +50,12 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from asgi_exchange import Exchange
-from http_support import drop_redis_keys
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from _redis import drop_redis_keys
 from _virtual_loop import PROFILE, TIMEOUT
 from mcpkit import Context, MCPServer
 from mcpkit.protocol.errors import MCPError
