@@ -24,7 +24,7 @@ import pytest
 
 from _wait import eventually
 from mcpkit import Context, MCPServer
-from mcpkit.transports import stdio
+from mcpkit.transports import _pipes, stdio
 from mcpkit.transports.loop import LOOP_ENV
 from mcpkit.transports.stdio import StdioChannel, _LineReader, _WriteProtocol
 
@@ -267,4 +267,33 @@ async def test_close_writes_held_answers_when_the_peer_never_reads(monkeypatch: 
     reader.feed_eof()
     await asyncio.wait_for(task, 5)  # the server ends although nobody read
     assert kinds(peer.read()) == [0, 50, 100, 1]
+    os.close(peer.fd)
+
+
+async def test_on_a_socket_the_answer_waits_a_grace_after_its_notifications_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A socket's unread count reaches zero while the peer's read may still be taking more
+    # (see _pipes._SOCKET_READ_GRACE_S): an answer written that instant could join the
+    # notifications' read. Made long here so that the wait is plain to see.
+    grace = 0.3
+    monkeypatch.setattr(_pipes, "_SOCKET_READ_GRACE_S", grace)
+    finishing = asyncio.Event()
+    reader, channel, peer, task = await serve("socket", finishing)
+    assert channel._grace == grace
+    reader.feed(call(1, "steps", progress=True) + b"\n")
+    await finishing.wait()
+    assert kinds(peer.read()) == [0, 50, 100]
+    read_at = asyncio.get_running_loop().time()
+    answer = await eventually(peer.read)
+    assert asyncio.get_running_loop().time() - read_at >= grace
+    assert kinds(answer) == [1]
+    await stop(reader, peer, task)
+
+
+async def test_a_pipe_needs_no_grace() -> None:
+    # A pipe's reads and its unread count take the same lock: zero means the read is over.
+    _, channel, peer = await open_channel("pipe")
+    assert channel._unread is not None and channel._grace == 0.0
+    await channel.close()
     os.close(peer.fd)

@@ -73,7 +73,10 @@ class _PipeChannel:
     the kernel is asked how much of our output the peer has not read yet
     (``FIONREAD`` on a pipe's write end, ``SIOCOUTQ`` on a socket: Node spawns
     its children on socket pairs) and the answer waits, off the cork, until
-    the notifications are gone. Requests that sent nothing are batched as before.
+    the notifications are gone. On a socket it waits a little longer still: the
+    count drops as the peer's read takes the data, while that read may still
+    be going and take an answer written that instant too (see
+    ``_pipes._SOCKET_READ_GRACE_S``). Requests that sent nothing are batched as before.
     """
 
     def __init__(self, reader: _LineReader, out: asyncio.WriteTransport | None) -> None:
@@ -89,12 +92,17 @@ class _PipeChannel:
         #: Request -> ``_sent`` just after the last message it sent (-1: still in the cork).
         self._noted: dict[RequestId, int] = {}
         self._corked_notes = False
-        #: Answers waiting for the peer to read up to their offset: ``[offset, line]``.
+        #: Answers waiting for the peer to read up to their offset: ``[offset, line, seen]``
+        #: (``seen``: the loop time the probe first said the peer had read up to it, or -1).
         self._held: list[list[Any]] = []
         self._held_at = 0.0
         self._poll: asyncio.TimerHandle | asyncio.Handle | None = None
         self._settled: asyncio.Future[None] | None = None
-        self._unread = _unread_probe(out)
+        probe = _unread_probe(out)
+        self._unread: Callable[[], int] | None = None
+        self._grace = 0.0
+        if probe is not None:
+            self._unread, self._grace = probe
 
     async def read(self) -> list[bytes | Oversized] | None:
         return await self._reader.read()
@@ -184,7 +192,8 @@ class _PipeChannel:
 
     def _respond_watched(self, request_id: RequestId | None, data: bytes) -> None:
         mark = self._noted.pop(request_id, None)  # type: ignore[arg-type]
-        if mark is not None and not self._read_through(mark):
+        # With a grace to wait, notifications read already may have been read a moment ago.
+        if mark is not None and (self._grace or not self._read_through(mark)):
             self._hold(mark, data)
             return
         cork = self._cork
@@ -241,7 +250,7 @@ class _PipeChannel:
             del noted[rid]
 
     def _hold(self, mark: int, data: bytes) -> None:
-        self._held.append([mark, data])
+        self._held.append([mark, data, -1.0])
         loop = asyncio.get_running_loop()
         self._held_at = loop.time()
         if self._poll is None:
@@ -250,6 +259,9 @@ class _PipeChannel:
     def _release(self) -> None:
         """Write every held answer whose messages the peer has read; look again later for the rest."""
         self._poll = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        settling = False  # some answer's notifications were read, its grace not yet over
         out = self._out
         if out is None or out.is_closing():
             self._held.clear()
@@ -260,15 +272,18 @@ class _PipeChannel:
                 mark = entry[0]
                 # Without a way to ask (a file, a tty, not Linux) the answer still gets a write of its own.
                 if mark >= 0 and (consumed is None or consumed >= mark):
-                    out.write(entry[1] + b"\n")
-                    self._sent += len(entry[1]) + 1
-                else:
-                    keep.append(entry)
+                    if entry[2] < 0:
+                        entry[2] = now
+                    if now - entry[2] >= self._grace:
+                        out.write(entry[1] + b"\n")
+                        self._sent += len(entry[1]) + 1
+                        continue
+                    settling = True
+                keep.append(entry)
             self._held = keep
         if self._held:
-            loop = asyncio.get_running_loop()
-            waited = loop.time() - self._held_at
-            if waited < _HOLD_SPIN_S:
+            waited = now - self._held_at
+            if waited < _HOLD_SPIN_S or settling:
                 self._poll = loop.call_soon(self._release)
             else:
                 self._poll = loop.call_later(0.001 if waited < _HOLD_SLOW_AFTER_S else 0.01, self._release)
