@@ -1,9 +1,10 @@
-"""A worker's Redis backend serves more blocking reads at once than redis-py's default pool.
+"""A worker's Redis backend serves more blocking commands at once than redis-py's default pool.
 
-Every open GET stream of a worker with sessions on Redis waits in ``XREAD BLOCK`` on a
-connection of its own. redis-py 8's asyncio pool stops at 100 connections unless told
-otherwise, so the 101st stream was refused with 503 "Too many connections" (found by
-``bench/connections_bench.py`` with 1,000 GET streams).
+redis-py 8's asyncio pool stops at 100 connections unless told otherwise: when every open
+GET stream waited in an ``XREAD BLOCK`` of its own, the 101st stream was refused with 503
+"Too many connections" (found by ``bench/connections_bench.py`` with 1,000 GET streams).
+The streams now share one connection (``scale/tail.py``), but a burst of commands that wait
+must still not hit that ceiling.
 """
 
 from __future__ import annotations

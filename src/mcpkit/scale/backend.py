@@ -33,8 +33,8 @@ __all__ = ["RedisBackend", "RedisUnavailable", "redact"]
 logger = logging.getLogger("mcpkit.scale")
 
 T = TypeVar("T")
-#: Connections to Redis one worker may open: one per open GET stream (blocking XREAD), plus the
-#: pipelined writes and pub/sub. Redis's own default ``maxclients`` is 10,000.
+#: Connections to Redis one worker's pool may open: one per command in flight (the open streams'
+#: waits share one more, see tail.py). Redis's own default ``maxclients`` is 10,000.
 MAX_CONNECTIONS = 10_000
 Handler = Callable[[bytes], None]
 Command = Callable[[Any], None]  # adds commands to a pipeline
@@ -90,8 +90,8 @@ class RedisBackend:
             # A quick second try rides out a dropped connection (Redis restarted);
             # longer outages surface at once as RedisUnavailable (503), not as stalls.
             retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), 2),
-            # Every open GET stream holds a connection in XREAD BLOCK; redis-py's asyncio
-            # pool stops at 100 by default, which refused the 101st stream of a worker (503).
+            # redis-py's asyncio pool stops at 100 by default: when every open GET stream held a
+            # connection in XREAD BLOCK, that refused the 101st stream of a worker (503).
             max_connections=max_connections,
         )
         self._handlers: dict[str, Handler] = {}

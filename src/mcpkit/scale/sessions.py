@@ -30,6 +30,7 @@ from redis.exceptions import NoScriptError
 
 from .backend import RedisBackend
 from .errors import RedisUnavailable
+from .tail import LogTail
 
 __all__ = ["STANDALONE", "Event", "RedisSessionStore", "SessionRecord"]
 
@@ -120,6 +121,7 @@ class RedisSessionStore:
         self._fetch_sha = hashlib.sha1(_FETCH.encode()).hexdigest()
         self._fetches: list[tuple[list[str], tuple[Any, ...], asyncio.Future[Any]]] = []
         self._flushing: set[asyncio.Task[None]] = set()
+        self._tail: LogTail | None = None
 
     def _rec(self, sid: str) -> str:
         return self.backend.key("s", sid)
@@ -292,17 +294,22 @@ class RedisSessionStore:
         )
         return str(found[0][0].decode()) if found else "0-0"
 
-    async def read(self, sid: str, stream: str, after: str, block_ms: int, count: int = 256) -> list[Event]:
-        """Events after ``after``, waiting up to ``block_ms`` for the first one."""
-        key = self.log_key(sid, stream)
-        got: Any = await self.backend.call(
-            self.backend.client.xread({key: after}, count=count, block=block_ms)
-        )
-        events: list[Event] = []
-        for _key, entries in got or ():
-            for entry_id, fields in entries:
-                events.append(Event(entry_id.decode(), fields.get(b"d", b""), fields.get(b"f") == b"1"))
-        return events
+    async def read(self, sid: str, stream: str, after: str, block_ms: int) -> list[Event]:
+        """Events after ``after``, waiting up to ``block_ms`` for the first one (see :class:`LogTail`)."""
+        tail = self._tail
+        if tail is None:
+            tail = self._tail = LogTail(self.backend)
+        entries = await tail.read(self.log_key(sid, stream), after, block_ms)
+        return [
+            Event(entry_id.decode(), fields.get(b"d", b""), fields.get(b"f") == b"1")
+            for entry_id, fields in entries
+        ]
+
+    async def close(self) -> None:
+        """Stop reading logs (the backend is closed by its owner)."""
+        if self._tail is not None:
+            await self._tail.close()
+            self._tail = None
 
     async def first_fields(self, sid: str, stream: str) -> dict[bytes, bytes]:
         found: Any = await self.backend.call(self.backend.client.xrange(self.log_key(sid, stream), count=1))

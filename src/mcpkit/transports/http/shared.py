@@ -123,6 +123,7 @@ class SharedSessionStore:
 
     async def close(self) -> None:
         self.end_streams()
+        await self.store.close()
         await self.backend.close()
 
     def end_streams(self) -> None:
