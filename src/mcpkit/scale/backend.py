@@ -121,9 +121,11 @@ class RedisBackend:
             async with asyncio.timeout(self.timeout * 2):
                 return await awaitable
         except (RedisError, OSError, TimeoutError) as exc:
-            raise RedisUnavailable(
-                f"Redis at {redact(self.url)} is unavailable: {exc or type(exc).__name__}"
-            ) from None
+            raise self.unavailable(exc) from None
+
+    def unavailable(self, exc: BaseException) -> RedisUnavailable:
+        """The error a failed Redis command becomes (the URL without its password)."""
+        return RedisUnavailable(f"Redis at {redact(self.url)} is unavailable: {exc or type(exc).__name__}")
 
     async def alive(self, worker_id: str) -> bool:
         """Whether another worker's heartbeat is current."""

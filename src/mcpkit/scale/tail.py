@@ -21,7 +21,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from .backend import RedisBackend, redact
+from .backend import RedisBackend
 from .errors import RedisUnavailable
 
 __all__ = ["LogTail"]
@@ -193,13 +193,7 @@ class LogTail:
 
     def _fail(self, exc: BaseException) -> None:
         """Redis failed the XREAD: every read waiting now fails (its stream ends; the client resumes)."""
-        error = (
-            exc
-            if isinstance(exc, RedisUnavailable)
-            else RedisUnavailable(
-                f"Redis at {redact(self._backend.url)} is unavailable: {exc or type(exc).__name__}"
-            )
-        )
+        error = exc if isinstance(exc, RedisUnavailable) else self._backend.unavailable(exc)
         waiters, self._waiters = self._waiters, {}
         for ws in waiters.values():
             for waiter in ws:
