@@ -344,7 +344,7 @@ class StdioChannel(_PipeChannel):
 
 
 async def open_stdio_channel(
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, *, protect_stdout: bool = True
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, *, protect_stdout: bool = True, protect_stdin: bool = True
 ) -> StdioChannel:
     """Connect to this process's stdin/stdout.
 
@@ -352,6 +352,12 @@ async def open_stdio_channel(
     of file descriptor 1, and fd 1 and ``sys.stdout`` are pointed at stderr, so
     a stray ``print`` in user code lands in the log instead of corrupting the
     protocol stream (the spec: the server MUST NOT write anything else to stdout).
+
+    With ``protect_stdin`` (the default) the protocol likewise reads a private
+    duplicate of file descriptor 0, and fd 0 is pointed at ``/dev/null``: a child
+    process a tool starts (``subprocess.run`` inherits stdin unless told otherwise)
+    or an ``input()`` in a handler reads end of file at once, instead of taking
+    the client's next messages, or blocking until they come.
     """
     loop = asyncio.get_running_loop()
     out_fd = 1
@@ -363,15 +369,23 @@ async def open_stdio_channel(
     reader = _LineReader(max_line_bytes)
     read_transport: asyncio.BaseTransport | None = None
     in_fd = sys.stdin.fileno()
+    if protect_stdin:
+        # The duplicate is not inheritable (PEP 446), so no child gets the protocol's input;
+        # it also keeps a child from changing the input's file status flags (O_NONBLOCK is
+        # shared by every descriptor of an open pipe: a child making it blocking would make
+        # the event loop's reads block).
+        in_fd = _private_stdin(in_fd)
     if not _pollable(in_fd):
         # Regular files and /dev/null cannot be watched by the event loop (epoll
         # refuses them); they never block either: read them to the end now.
         while data := os.read(in_fd, _READ_SIZE):
             reader.feed(data)
         reader.feed_eof()
+        if protect_stdin:
+            os.close(in_fd)
     else:
         read_transport, _ = await loop.connect_read_pipe(
-            lambda: _ReadProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=False)
+            lambda: _ReadProtocol(reader), os.fdopen(in_fd, "rb", buffering=0, closefd=protect_stdin)
         )
         # asyncio reads 256 KiB at a time; a fresh buffer that size per message
         # costs an mmap/munmap pair, while 64 KiB stays on the heap. (uvloop's
@@ -388,6 +402,17 @@ async def open_stdio_channel(
     else:
         transport, _ = await loop.connect_write_pipe(lambda: write_protocol, out_file)
     return StdioChannel(reader, transport, write_protocol, read_transport)
+
+
+def _private_stdin(fd: int) -> int:
+    """A private duplicate of ``fd`` (stdin), with ``fd`` itself pointed at ``/dev/null``."""
+    private = os.dup(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+    return private
 
 
 def _pollable(fd: int) -> bool:
