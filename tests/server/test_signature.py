@@ -246,11 +246,10 @@ def test_enum_schema_and_binding() -> None:
     assert sig.input_schema == {
         "type": "object",
         "properties": {
-            "color": {"$ref": "#/$defs/Color"},
-            "level": {"$ref": "#/$defs/Level", "default": 1},
+            "color": {"enum": ["green", "red"]},
+            "level": {"enum": [1, 2], "default": 1},
         },
         "required": ["color"],
-        "$defs": {"Color": {"enum": ["green", "red"]}, "Level": {"enum": [1, 2]}},
     }
     assert sig.bind({"color": "red", "level": 2}) == {"color": Color.RED, "level": Level.HIGH}
     assert sig.bind({"color": "green"}) == {"color": Color.GREEN, "level": Level.LOW}
@@ -319,8 +318,9 @@ def test_typeddict_total_and_partial() -> None:
     def add(movie: Movie, options: Options) -> None: ...
 
     sig = inspect_function(add)
-    defs = sig.input_schema["$defs"]
-    assert defs["Movie"] == {
+    assert "$defs" not in sig.input_schema  # inlined: hosts that drop $defs still see the fields
+    defs = sig.input_schema["properties"]
+    assert defs["movie"] == {
         "type": "object",
         "properties": {
             "title": {"type": "string"},
@@ -329,7 +329,7 @@ def test_typeddict_total_and_partial() -> None:
         },
         "required": ["title", "year"],
     }
-    assert defs["Options"] == {
+    assert defs["options"] == {
         "type": "object",
         "properties": {"verbose": {"type": "boolean"}, "depth": {"type": "integer"}},
     }
@@ -346,23 +346,24 @@ def test_nested_dataclasses() -> None:
     sig = inspect_function(draw)
     assert sig.input_schema == {
         "type": "object",
-        "properties": {"path": {"$ref": "#/$defs/Path"}},
-        "required": ["path"],
-        "$defs": {
-            "Path": {
+        "properties": {
+            "path": {
                 "type": "object",
                 "properties": {
                     "name": {"type": "string"},
-                    "points": {"type": "array", "items": {"$ref": "#/$defs/Point"}},
+                    "points": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
+                            "required": ["x"],
+                        },
+                    },
                 },
                 "required": ["name", "points"],
-            },
-            "Point": {
-                "type": "object",
-                "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                "required": ["x"],
-            },
+            }
         },
+        "required": ["path"],
     }
     bound = sig.bind({"path": {"name": "p", "points": [{"x": 1}, {"x": 2, "y": 3}]}})
     assert bound == {"path": Path("p", [Point(1, 0.0), Point(2, 3.0)])}
@@ -376,7 +377,7 @@ def test_nested_structs_keep_docstring_description() -> None:
     def mail(person: Person) -> None: ...
 
     sig = inspect_function(mail)
-    assert sig.input_schema["$defs"]["Address"] == {
+    assert sig.input_schema["properties"]["person"]["properties"]["address"] == {
         "description": "A postal address.",
         "type": "object",
         "properties": {
@@ -405,7 +406,8 @@ def test_same_class_name_in_two_scopes() -> None:
     fn.__annotations__.update(a=Point, b=other)  # `other` is local, a string annotation can't see it
     sig = inspect_function(fn)
     jsonschema.Draft202012Validator.check_schema(sig.input_schema)
-    assert len(sig.input_schema["$defs"]) == 2
+    properties = sig.input_schema["properties"]
+    assert list(properties["a"]["properties"]) == ["x", "y"] and list(properties["b"]["properties"]) == ["label"]
     sample = {"a": {"x": 1}, "b": {"label": "l"}}
     jsonschema.validate(sample, sig.input_schema, cls=jsonschema.Draft202012Validator)
     assert sig.bind(sample) == {"a": Point(1), "b": other("l")}
@@ -474,15 +476,15 @@ def test_nested_pydantic_models_and_containers() -> None:
 
     sig = inspect_function(plan)
     schema = sig.input_schema
-    assert schema["$defs"] == {
-        "User": {
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}},
-            "required": ["name"],
-        }
+    user = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}},
+        "required": ["name"],
     }
+    assert "$defs" not in schema
+    assert schema["properties"]["team"]["properties"]["lead"] == user
     assert schema["properties"]["extra"] == {
-        "anyOf": [{"type": "array", "items": {"$ref": "#/$defs/User"}}, {"type": "null"}],
+        "anyOf": [{"type": "array", "items": user}, {"type": "null"}],
         "default": None,
     }
     assert not any(key == "title" and isinstance(v, str) for key, v in walk_keys(schema))
@@ -881,7 +883,7 @@ def test_object_output_is_not_wrapped() -> None:
     assert sig.structured({"title": "t", "year": 1}) == {"title": "t", "year": 1}
 
 
-def test_nested_and_recursive_output_keeps_defs() -> None:
+def test_nested_output_is_inlined_and_recursive_output_keeps_defs() -> None:
     def path() -> Path:
         return Path("p", [])
 
@@ -890,16 +892,16 @@ def test_nested_and_recursive_output_keeps_defs() -> None:
         "type": "object",
         "properties": {
             "name": {"type": "string"},
-            "points": {"type": "array", "items": {"$ref": "#/$defs/Point"}},
+            "points": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
+                    "required": ["x"],
+                },
+            },
         },
         "required": ["name", "points"],
-        "$defs": {
-            "Point": {
-                "type": "object",
-                "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                "required": ["x"],
-            }
-        },
     }
 
     def tree() -> Node:
@@ -926,15 +928,19 @@ def test_optional_object_output_is_wrapped() -> None:
     assert sig.wraps_output is True
     assert sig.output_schema == {
         "type": "object",
-        "properties": {"result": {"anyOf": [{"$ref": "#/$defs/Point"}, {"type": "null"}]}},
-        "required": ["result"],
-        "$defs": {
-            "Point": {
-                "type": "object",
-                "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                "required": ["x"],
+        "properties": {
+            "result": {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
+                        "required": ["x"],
+                    },
+                    {"type": "null"},
+                ]
             }
         },
+        "required": ["result"],
     }
     assert sig.structured(None) == {"result": None}
     assert sig.structured(Point(1)) == {"result": {"x": 1, "y": 0.0}}
@@ -968,20 +974,15 @@ def test_struct_enum_and_pydantic_outputs() -> None:
 
     sig = inspect_function(team)
     assert sig.wraps_output is False
+    user = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}},
+        "required": ["name"],
+    }
     assert sig.output_schema == {
         "type": "object",
-        "properties": {
-            "lead": {"$ref": "#/$defs/User"},
-            "members": {"type": "array", "items": {"$ref": "#/$defs/User"}, "default": []},
-        },
+        "properties": {"lead": user, "members": {"type": "array", "items": user, "default": []}},
         "required": ["lead"],
-        "$defs": {
-            "User": {
-                "type": "object",
-                "properties": {"name": {"type": "string"}, "age": {"type": "integer", "default": 0}},
-                "required": ["name"],
-            }
-        },
     }
     assert sig.structured(Team(lead=User(name="a"))) == {
         "lead": {"name": "a", "age": 0},
@@ -1216,8 +1217,8 @@ def test_title_property_is_kept_but_title_keywords_dropped() -> None:
 
     schema = inspect_function(fn).input_schema
     assert "title" in schema["properties"]
-    assert "title" in schema["$defs"]["Movie"]["properties"]
-    assert "title" not in schema["$defs"]["Movie"]
+    assert "title" in schema["properties"]["item"]["properties"]
+    assert "title" not in schema["properties"]["item"]
 
 
 def test_invalid_samples_are_rejected_by_both() -> None:

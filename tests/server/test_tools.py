@@ -265,3 +265,31 @@ async def test_calls_run_concurrently(registry: ToolRegistry) -> None:
     tool = registry.add(meet)
     results = await asyncio.gather(tool.call({}, None), tool.call({}, None))
     assert [text_of(r) for r in results] == ["met", "met"]
+
+
+# -- results without a JSON form ----------------------------------------------------
+
+
+def paths() -> dict[str, Any]:
+    import pathlib
+
+    return {"home": pathlib.PurePosixPath("/home/ann"), "files": (name for name in ("a", "b"))}
+
+
+def opaque() -> dict[str, Any]:
+    return {"handle": threading.Lock()}
+
+
+async def test_paths_and_generators_in_a_result_are_text_and_lists(registry: ToolRegistry) -> None:
+    result = await registry.add(paths).call({}, None)
+    assert not result.is_error
+    assert result.structured_content == {"home": "/home/ann", "files": ["a", "b"]}
+
+
+async def test_a_result_with_no_json_form_is_a_tool_error_that_says_why(
+    registry: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    result = await registry.add(opaque).call({}, None)
+    assert result.is_error
+    assert text_of(result) == "The tool's result cannot be converted to JSON: Cannot convert 'lock' to JSON"
+    assert "tool 'opaque' returned a result that cannot be sent" in caplog.text

@@ -6,8 +6,9 @@ if the user already imported pydantic, so it is looked up in ``sys.modules``.
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
@@ -80,6 +81,11 @@ def enc_hook(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)
     if dump is not None and is_model_class(type(obj)):
         return dump(mode="json")
+    # As pydantic's JSON mode has them: a path is its text, a generator the list of its items.
+    if isinstance(obj, os.PathLike):
+        return os.fsdecode(obj)
+    if isinstance(obj, Iterator):
+        return list(obj)
     raise TypeError(f"Cannot convert {type(obj).__name__!r} to JSON")
 
 

@@ -23,6 +23,7 @@ import msgspec.inspect
 
 from ._integral import ints_for_integral_floats
 from ._pydantic import is_field_info, needs_pydantic, pydantic_schema, pydantic_validator, to_json
+from ._schema_refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_ONE, inline_defs
 from .docstrings import split_docstring, unwrap
 
 __all__ = ["ArgumentError", "FunctionSignature", "inspect_function", "raw_signature", "split_docstring"]
@@ -297,15 +298,6 @@ def _pydantic_error(name: str, exc: ValueError) -> ArgumentError:
 
 # -------------------------------------------------------------------------------------- schemas
 
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
-_SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems", "items"})
-# fmt: off
-_SCHEMA_ONE = frozenset({
-    "items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
-    "unevaluatedItems", "unevaluatedProperties", "additionalItems",
-})
-# fmt: on
-
 
 def _clean(schema: Any) -> Any:
     """Drop titles (generated from class/field names, they only add noise for the model) and empty
@@ -316,11 +308,11 @@ def _clean(schema: Any) -> Any:
     for key, value in schema.items():
         if key == "title" or (key == "required" and not value):
             continue
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
+        if key in SCHEMA_MAPS and isinstance(value, dict):
             value = {k: _clean(v) for k, v in value.items()}
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
+        elif key in SCHEMA_LISTS and isinstance(value, list):
             value = [_clean(v) for v in value]
-        elif key in _SCHEMA_ONE:
+        elif key in SCHEMA_ONE:
             value = _clean(value)
         out[key] = value
     return out
@@ -376,7 +368,8 @@ def _input_schema(params: list[_Param], doc_params: dict[str, str]) -> dict[str,
     if required:
         result["required"] = required
     if defs:
-        result["$defs"] = defs
+        # Self-contained, as many hosts need (see _schema_refs): only recursion keeps $defs.
+        result = inline_defs(result, defs)
     cleaned: dict[str, Any] = _clean(result)
     return cleaned
 
@@ -412,18 +405,16 @@ def _output(ret: Any, structured_output: bool | None) -> tuple[dict[str, Any] | 
         if structured_output:
             raise
         return None, False  # unknown return types are rendered as text by the caller
-    ref = schema.get("$ref", "")
-    if ref.startswith("#/$defs/") and len(schema) == 1:
-        # outputSchema's root must be the object itself; keep the def only if something else uses it
-        name = ref[len("#/$defs/") :]
-        schema = dict(defs[name])
-        if not any(f'"{ref}"' in msgspec.json.encode(s).decode() for s in (schema, *defs.values())):
-            del defs[name]
+    # Inlined as the input schema is; outputSchema's root is then the object itself, not a $ref.
+    kept: dict[str, Any] = {}
+    if defs:
+        schema = inline_defs(schema, defs)
+        kept = schema.pop("$defs", {})
     wraps = schema.get("type") != "object"
     if wraps:
         schema = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
-    if defs:
-        schema["$defs"] = {**schema.get("$defs", {}), **defs}
+    if kept:
+        schema["$defs"] = kept
     cleaned: dict[str, Any] = _clean(schema)
     return cleaned, wraps
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from .transforms import ToolTransform
 
 __all__ = ["RegisteredTool", "ToolOptions", "ToolRegistry"]
+
+logger = logging.getLogger("mcpkit.server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +169,14 @@ class RegisteredTool:
             return value  # type: ignore[return-value]
         if self.signature.output_schema is None or _is_content(value):
             return t.CallToolResult(content=to_content(value), is_error=False)
-        structured = self.signature.structured(value)
+        try:
+            structured = self.signature.structured(value)
+        except (TypeError, ValueError) as exc:
+            # A result that has no JSON form (an object msgspec and pydantic cannot convert) is
+            # the tool's failure, as an exception it raised would be: an error result saying
+            # why (the tool's author reads it in the client), never a bare "Internal error".
+            logger.error("tool %r returned a result that cannot be sent", self.definition.name, exc_info=exc)
+            return _failed(TypeError(f"The tool's result cannot be converted to JSON: {exc}"))
         # server/tools "Structured Content": also send the JSON as text for older
         # clients; a wrapped scalar reads as itself ("5", not {"result": 5}).
         shown = structured["result"] if self.signature.wraps_output else structured

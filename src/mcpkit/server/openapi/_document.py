@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._schema_refs import RefInliner
+
 __all__ = ["OpenAPIError", "Resolver", "load_document"]
 
 #: OpenAPI 3.0 keywords that are not JSON Schema (dropped from the published schemas).
@@ -105,49 +107,12 @@ class Resolver:
 
     def schema(self, schema: Any) -> dict[str, Any]:
         """``schema`` as self-contained JSON Schema: refs inlined, 3.0 keywords translated."""
-        defs: dict[str, Any] = {}
-        out = self._inline(schema, (), defs)
-        if not isinstance(out, dict):
-            return {}
-        if defs:
-            out = {**out, "$defs": {**out.get("$defs", {}), **defs}}
-        return out
-
-    def _inline(self, node: Any, stack: tuple[str, ...], defs: dict[str, Any]) -> Any:
-        if isinstance(node, list):
-            return [self._inline(item, stack, defs) for item in node]
-        if not isinstance(node, Mapping):
-            return node
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            name = _def_name(ref)
-            if ref in stack:  # recursive: the one place a $ref stays
-                if name not in defs:
-                    defs[name] = {}  # reserve, then fill (the body may refer to itself again)
-                    defs[name] = self._inline(self.lookup(ref), (*stack, ref), defs)
-                return {"$ref": f"#/$defs/{name}"}
-            target = self._inline(self.lookup(ref), (*stack, ref), defs)
-            siblings = {k: v for k, v in node.items() if k != "$ref"}
-            if siblings and isinstance(target, dict):  # 3.1 allows keywords beside $ref
-                return {**target, **self._inline(siblings, stack, defs)}
-            return target
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in ("properties", "patternProperties", "$defs", "definitions") and isinstance(
-                value, Mapping
-            ):
-                out[key] = {k: self._inline(v, stack, defs) for k, v in value.items()}
-            elif self.oas30 and key in _OAS30_ONLY:
-                continue
-            else:
-                out[key] = self._inline(value, stack, defs)
         if self.oas30:
-            _translate_30(node, out)
-        return out
-
-
-def _def_name(ref: str) -> str:
-    return ref.rsplit("/", 1)[-1].replace("~1", "_").replace("~0", "_") or "schema"
+            inliner = RefInliner(self.lookup, drop=_OAS30_ONLY, rewrite=_translate_30)
+        else:
+            inliner = RefInliner(self.lookup)
+        out = inliner.schema(schema)
+        return out if isinstance(out, dict) else {}
 
 
 def _translate_30(node: Mapping[str, Any], out: dict[str, Any]) -> None:
