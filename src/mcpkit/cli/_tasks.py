@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..protocol.tasks import TERMINAL, DetailedTask
+from ..transports.loop import add_signal_handler
 from ..transports.loop import run as run_loop
 from ._connect import connected, request_error
 from ._output import EXIT_OK, EXIT_PROTOCOL, EXIT_TERMINATED, EXIT_USAGE, CLIError, Console, Spinner
@@ -195,9 +196,7 @@ def _on_sigterm() -> asyncio.Event | None:
         event.set()
         current.cancel()
 
-    try:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, terminate)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+    if not add_signal_handler(signal.SIGTERM, terminate):  # not the main thread, or Windows
         return None
     return event
 

@@ -13,6 +13,7 @@ from ..protocol.requests import ServerRequest
 from ..session.channel import Channel
 from ..session.engine import Engine
 from ..session.signals import Signal
+from ..transports.loop import add_signal_handler, reset_signals_in_forked_children
 from .dispatcher import ServerDispatcher
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class Running:
         """Enter the lifespan hook (if any) for the server's lifetime; when the last
         holder leaves, task handlers still running here are stopped (their tasks end
         ``failed``)."""
+        # Tools may fork (multiprocessing): their children must not act on the server's signals.
+        reset_signals_in_forked_children()
         self._holders += 1
         try:
             async with contextlib.AsyncExitStack() as children:
@@ -117,10 +120,8 @@ class Running:
             channel = await open_stdio_channel(self.max_line_bytes)
             engine = self.connect(channel, transport="stdio")
             runner = asyncio.create_task(engine.run())
-            loop = asyncio.get_running_loop()
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                # SIGTERM: stop reading, let in-flight work finish, then exit.
-                loop.add_signal_handler(signal.SIGTERM, self._terminate, runner)
+            # SIGTERM: stop reading, let in-flight work finish, then exit.
+            add_signal_handler(signal.SIGTERM, self._terminate, runner)
             with contextlib.suppress(asyncio.CancelledError):
                 await runner
             if not self.stopping.is_set() and self.tasks.outlive_connections():
@@ -128,8 +129,7 @@ class Running:
                 # (through another process on the same store). The stdio "Shutdown" lets the
                 # client wait for us to exit; until it signals, the tasks run to their end.
                 drain = asyncio.create_task(self.tasks.drain())
-                with contextlib.suppress(NotImplementedError, RuntimeError):
-                    loop.add_signal_handler(signal.SIGTERM, self._terminate, drain)
+                add_signal_handler(signal.SIGTERM, self._terminate, drain)
                 with contextlib.suppress(asyncio.CancelledError):
                     await drain
 

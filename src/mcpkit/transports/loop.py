@@ -22,8 +22,10 @@ a server) is not affected: mcpkit's transports work on either loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
+import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, Literal, TypeVar
@@ -32,8 +34,10 @@ __all__ = [
     "LOOP_ENV",
     "SPEED_EXTRA_HINT",
     "LoopName",
+    "add_signal_handler",
     "chosen_loop",
     "loop_factory",
+    "reset_signals_in_forked_children",
     "run",
     "running_loop",
     "uvicorn_loop",
@@ -109,3 +113,58 @@ def running_loop() -> LoopName:
     """Which loop the running code is on: ``"uvloop"`` or ``"asyncio"`` (for diagnostics)."""
     module = type(asyncio.get_running_loop()).__module__
     return "uvloop" if module.startswith("uvloop") else "asyncio"
+
+
+def add_signal_handler(sig: int, callback: Callable[..., object], *args: Any) -> bool:
+    """``add_signal_handler`` on the running loop; whether it is set (False where the loop
+    cannot have one: Windows, a thread other than the main one). The children this process
+    forks start without it (:func:`reset_signals_in_forked_children`)."""
+    try:
+        asyncio.get_running_loop().add_signal_handler(sig, callback, *args)
+    except (NotImplementedError, RuntimeError, ValueError):
+        return False
+    reset_signals_in_forked_children()
+    return True
+
+
+#: Where the signal handling of a serving process comes from: the loops, uvicorn, mcpkit.
+_SERVING_MODULES = ("asyncio.", "uvloop.", "uvicorn.", "mcpkit.")
+_fork_hook = False
+
+
+def reset_signals_in_forked_children() -> None:
+    """Have every child this process forks from now on start without the server's signal handling.
+
+    A forked child (a ``multiprocessing`` worker with the ``fork`` start method, which a
+    tool may start) inherits the serving process's signal handlers and its loop's wakeup
+    socket. A SIGTERM sent to that child (``Pool.terminate()``) was then written into the
+    parent's loop, which shut the server down, while the child itself ignored it (asyncio's
+    handler there does nothing; uvicorn's sets a flag nobody reads), so ``terminate()``
+    waited for it forever. In the child, the wakeup socket is dropped (as Python 3.12's
+    asyncio does; 3.11's does not), and SIGTERM and SIGINT, when their handlers are the
+    serving process's, get their defaults back (ending the process; ``KeyboardInterrupt``).
+    A handler the application set itself is left as it is.
+    """
+    global _fork_hook
+    if not _fork_hook and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forget_serving_signals)
+        _fork_hook = True
+
+
+def _forget_serving_signals() -> None:
+    try:
+        signal.set_wakeup_fd(-1)
+    except ValueError:  # (not the main thread: nothing was set here)
+        pass
+    for sig, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        if _module_of(signal.getsignal(sig)).startswith(_SERVING_MODULES):
+            signal.signal(sig, default)
+
+
+def _module_of(handler: object) -> str:
+    """The module a signal handler was defined in (through partials and bound methods)."""
+    while isinstance(handler, functools.partial):
+        handler = handler.func
+    handler = getattr(handler, "__func__", handler)
+    module = getattr(handler, "__module__", None)
+    return module if isinstance(module, str) else ""
