@@ -54,6 +54,14 @@ class Point:
     y: float = 0.0
 
 
+#: The schema of :class:`Point`, as it appears wherever a Point is (written out, not a $ref).
+POINT_SCHEMA = {
+    "type": "object",
+    "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
+    "required": ["x"],
+}
+
+
 @dataclasses.dataclass
 class Path:
     name: str
@@ -353,11 +361,7 @@ def test_nested_dataclasses() -> None:
                     "name": {"type": "string"},
                     "points": {
                         "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                            "required": ["x"],
-                        },
+                        "items": POINT_SCHEMA,
                     },
                 },
                 "required": ["name", "points"],
@@ -407,7 +411,7 @@ def test_same_class_name_in_two_scopes() -> None:
     sig = inspect_function(fn)
     jsonschema.Draft202012Validator.check_schema(sig.input_schema)
     properties = sig.input_schema["properties"]
-    assert list(properties["a"]["properties"]) == ["x", "y"] and list(properties["b"]["properties"]) == ["label"]
+    assert properties["a"] == POINT_SCHEMA and list(properties["b"]["properties"]) == ["label"]
     sample = {"a": {"x": 1}, "b": {"label": "l"}}
     jsonschema.validate(sample, sig.input_schema, cls=jsonschema.Draft202012Validator)
     assert sig.bind(sample) == {"a": Point(1), "b": other("l")}
@@ -860,11 +864,7 @@ def test_object_output_is_not_wrapped() -> None:
 
     sig = inspect_function(point)
     assert sig.wraps_output is False
-    assert sig.output_schema == {
-        "type": "object",
-        "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-        "required": ["x"],
-    }
+    assert sig.output_schema == POINT_SCHEMA
     assert sig.structured(Point(1, 2.0)) == {"x": 1, "y": 2.0}
 
     def mapping() -> dict[str, int]:
@@ -894,11 +894,7 @@ def test_nested_output_is_inlined_and_recursive_output_keeps_defs() -> None:
             "name": {"type": "string"},
             "points": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                    "required": ["x"],
-                },
+                "items": POINT_SCHEMA,
             },
         },
         "required": ["name", "points"],
@@ -931,11 +927,7 @@ def test_optional_object_output_is_wrapped() -> None:
         "properties": {
             "result": {
                 "anyOf": [
-                    {
-                        "type": "object",
-                        "properties": {"x": {"type": "integer"}, "y": {"type": "number", "default": 0.0}},
-                        "required": ["x"],
-                    },
+                    POINT_SCHEMA,
                     {"type": "null"},
                 ]
             }
