@@ -1,10 +1,10 @@
 """Local ``$ref``s in a JSON Schema replaced by the schemas they point at.
 
 Many hosts hand a tool's ``inputSchema`` to the model without resolving ``$ref``, and some
-drop ``$defs`` altogether, so a nested parameter arrives as an empty object or as a string
-(python-sdk#2384). The schemas mcpkit generates (from Python types, from OpenAPI documents)
-are therefore self-contained: every ``$ref`` is inlined, except the ones a recursive type
-needs, which point at the one ``$defs`` entry kept for it.
+drop ``$defs`` altogether, so a nested parameter arrives as an empty object or as a string.
+The schemas mcpkit generates (from Python types, from OpenAPI documents) are therefore
+self-contained: every ``$ref`` is inlined, except the ones a recursive type needs, which
+point at the one ``$defs`` entry kept for it.
 
 Only real sub-schemas are walked (``properties``, ``items``, ``anyOf``...), so a ``default``,
 ``const`` or ``enum`` value that happens to hold a ``"$ref"`` key is data and stays as it is.
