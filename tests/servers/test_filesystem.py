@@ -105,7 +105,9 @@ async def test_tools_and_annotations_match_the_community_server(root: Path) -> N
     assert tools["read_multiple_files"].input_schema["properties"]["paths"]["minItems"] == 1
     assert tools["read_multiple_files"].input_schema["required"] == ["paths"]
     assert set(tools["edit_file"].input_schema["required"]) == {"path", "edits"}
-    edit_def = tools["edit_file"].input_schema["$defs"]["EditOperation"]
+    # The edit operation is written out in place (no $defs to resolve).
+    assert "$defs" not in tools["edit_file"].input_schema
+    edit_def = tools["edit_file"].input_schema["properties"]["edits"]["items"]
     assert set(edit_def["required"]) == {"oldText", "newText"}
     for name in READ_TOOLS:
         hints = tools[name].annotations
