@@ -293,3 +293,26 @@ async def test_a_result_with_no_json_form_is_a_tool_error_that_says_why(
     assert result.is_error
     assert text_of(result) == "The tool's result cannot be converted to JSON: Cannot convert 'lock' to JSON"
     assert "tool 'opaque' returned a result that cannot be sent" in caplog.text
+
+
+# -- sys.exit() in a tool -------------------------------------------------------------
+
+
+def exits_like_argparse(flag: str) -> str:
+    raise SystemExit(2)  # what argparse does with arguments it cannot parse
+
+
+async def exits_async() -> str:
+    raise SystemExit("bye")
+
+
+async def test_sys_exit_in_a_tool_fails_the_call_not_the_server(registry: ToolRegistry) -> None:
+    threaded = registry.add(exits_like_argparse)
+    assert threaded.runner is not None  # a plain def: its SystemExit comes back from the thread
+    result = await threaded.call({"flag": "--bad"}, None)
+    assert result.is_error
+    assert text_of(result) == "The tool called sys.exit(2); the call failed, the server runs on"
+    inline = registry.add(exits_like_argparse, ToolOptions(name="inline", threaded=False))
+    assert inline.call_inline({"flag": "--bad"}).is_error
+    result = await registry.add(exits_async).call({}, None)
+    assert text_of(result) == "The tool called sys.exit('bye'); the call failed, the server runs on"

@@ -146,6 +146,8 @@ class RegisteredTool:
             raise
         except Exception as exc:
             return _failed(exc)
+        except SystemExit as exc:
+            return _failed(_exited(exc))
         return self._result(value)
 
     def call_inline(self, arguments: dict[str, Any] | None) -> t.CallToolResult:
@@ -160,6 +162,8 @@ class RegisteredTool:
             raise
         except Exception as exc:
             return _failed(exc)
+        except SystemExit as exc:
+            return _failed(_exited(exc))
         return self._result(value)
 
     def _result(self, value: Any) -> t.CallToolResult:
@@ -204,6 +208,14 @@ def _invalid_arguments(exc: ArgumentError) -> t.CallToolResult:
 tool_failures: ContextVar[list[tuple[Exception, t.CallToolResult]] | None] = ContextVar(
     "mcpkit_tool_failures", default=None
 )
+
+
+def _exited(exc: SystemExit) -> Exception:
+    # sys.exit() in a tool is most often a library's way to fail (argparse and click exit on
+    # bad arguments): the call fails, as with any exception, and the server goes on serving.
+    failure = RuntimeError(f"The tool called sys.exit({exc.code!r}); the call failed, the server runs on")
+    failure.__cause__ = exc
+    return failure
 
 
 def _failed(exc: Exception) -> t.CallToolResult:
